@@ -1,0 +1,108 @@
+"""What a case expects of a run: steps, argument rules and checks — the matcher's input.
+
+The suite loader builds these from YAML (with locations); the matcher reads only these.
+Expected argument values are *compiled*: plain JSON values, with ``runner.matchers.Matcher``
+objects where the suite wrote ``{$op: ...}`` maps (see ``runner.matchers.compile_value``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+from .errors import Location
+
+Mode = Literal["strict", "unordered", "subset", "superset", "in_order"]
+ArgsMode = Literal["exact", "ignore", "subset", "superset"]
+FieldKind = Literal["exact", "ignore", "icase", "approx"]
+
+MODES: tuple[str, ...] = ("strict", "unordered", "subset", "superset", "in_order")
+ARGS_MODES: tuple[str, ...] = ("exact", "ignore", "subset", "superset")
+FIELD_KINDS: tuple[str, ...] = ("exact", "ignore", "icase", "approx")
+
+
+class _Sentinel:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+ANY_ARGS: Any = _Sentinel("ANY_ARGS")
+"""A step's ``args`` when the suite gave none: any arguments match."""
+
+UNSET: Any = _Sentinel("UNSET")
+"""A step's ``result`` or a case's ``answer`` when the suite did not ask for one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One expected tool call. ``args`` is compiled expected arguments, a raw string, or ``ANY_ARGS``."""
+
+    name: str
+    args: Any = ANY_ARGS
+    args_mode: ArgsMode | None = None
+    result: Any = UNSET
+    error: bool | None = None
+    loc: Location | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRule:
+    """How one field compares, expected value against actual value."""
+
+    kind: FieldKind = "exact"
+    tol: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRule:
+    """Per-tool argument rule.
+
+    ``fields`` maps a key (or a JSONPath starting with ``$``) to its comparator. With
+    ``only_fields`` (the field-list form) only those fields are compared; otherwise ``args_mode``
+    (or the case's) decides the rest. ``compare`` is ``"module:function"`` replacing all of it.
+    """
+
+    args_mode: ArgsMode | None = None
+    fields: Mapping[str, FieldRule] = field(default_factory=dict)
+    only_fields: bool = False
+    compare: str | None = None
+    loc: Location | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CountBound:
+    """Inclusive bounds on how often one tool is called."""
+
+    min: int | None = None
+    max: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Inclusive upper bounds on the whole run."""
+
+    calls: int | None = None
+    turns: int | None = None
+    tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """Everything one case checks. ``steps`` is ``None`` when the case has no steps check."""
+
+    steps: tuple[Step, ...] | None = None
+    mode: Mode = "strict"
+    args_mode: ArgsMode = "exact"
+    tools: Mapping[str, ToolRule] = field(default_factory=dict)
+    never: tuple[str, ...] = ()
+    before: tuple[tuple[str, str], ...] = ()
+    calls: Mapping[str, CountBound] = field(default_factory=dict)
+    budget: Budget | None = None
+    nodes: tuple[tuple[str, ...], ...] | None = None
+    answer: Any = UNSET
+    threshold: float | None = None

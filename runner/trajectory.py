@@ -1,0 +1,125 @@
+"""The normal form every message source is read into: ordered tool calls grouped by assistant turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts for a run: input includes cache reads and writes, output includes reasoning."""
+
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output, the figure a ``budget.tokens`` bound checks."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+    def to_dict(self) -> dict[str, int]:
+        """The JSON shape of ``trajrun show -o json``."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call: ``args`` is a dict, or the raw string when the arguments could not be decoded.
+
+    ``turn`` is the 0-based assistant turn that made the call, ``position`` its index in the run.
+    ``result`` is the tool's returned content when ``has_result``; ``error`` is ``None`` where the
+    format records no error flag.
+    """
+
+    name: str
+    args: dict[str, Any] | str
+    id: str | None = None
+    turn: int = 0
+    position: int = 0
+    result: Any = None
+    has_result: bool = False
+    error: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of one call in ``trajrun show -o json``."""
+        return {
+            "name": self.name,
+            "args": self.args,
+            "id": self.id,
+            "turn": self.turn,
+            "result": self.result if self.has_result else None,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """An agent run as trajrun checks it.
+
+    ``turns`` counts assistant turns (text-only ones included); ``usage`` is ``None`` when the
+    source carries no usage or some turn lacks it; ``nodes`` holds graph steps per turn for graph
+    sources; ``answer`` is the text of the last assistant message that has text.
+    """
+
+    calls: tuple[ToolCall, ...] = ()
+    turns: int = 0
+    usage: Usage | None = None
+    answer: str | None = None
+    nodes: tuple[tuple[str, ...], ...] | None = None
+    format: str = "trajectory"
+    _by_name: dict[str, tuple[ToolCall, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        groups: dict[str, list[ToolCall]] = {}
+        for call in self.calls:
+            groups.setdefault(call.name, []).append(call)
+        self._by_name.update((k, tuple(v)) for k, v in groups.items())
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in call order."""
+        return [c.name for c in self.calls]
+
+    def calls_named(self, name: str) -> tuple[ToolCall, ...]:
+        """Every call of one tool, in order."""
+        return self._by_name.get(name, ())
+
+    def calls_in_turn(self, turn: int) -> tuple[ToolCall, ...]:
+        """The calls one assistant turn made (parallel: no order among them)."""
+        return tuple(c for c in self.calls if c.turn == turn)
+
+    def called_before(self, first: str, then: str) -> bool:
+        """True when some call of ``first`` is in an earlier turn than some call of ``then``."""
+        a, b = self.calls_named(first), self.calls_named(then)
+        return bool(a and b) and min(c.turn for c in a) < max(c.turn for c in b)
+
+    @property
+    def records_results(self) -> bool:
+        """Whether the source recorded any tool result at all."""
+        return any(c.has_result for c in self.calls)
+
+    @property
+    def records_errors(self) -> bool:
+        """Whether the source carries a per-call error flag (Anthropic, Bedrock, LangChain)."""
+        return any(c.error is not None for c in self.calls)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fixed JSON shape of ``trajrun show -o json``; reads back as format ``trajectory``."""
+        out: dict[str, Any] = {
+            "format": self.format,
+            "tool_calls": [c.to_dict() for c in self.calls],
+            "turns": self.turns,
+            "usage": self.usage.to_dict() if self.usage else None,
+            "answer": self.answer,
+        }
+        if self.nodes is not None:
+            out["nodes"] = [list(t) for t in self.nodes]
+        return out
