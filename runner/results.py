@@ -132,8 +132,12 @@ class RunResult:
         return 5 if not self.cases else 0
 
     def summary_line(self) -> str:
-        """The closing line, pytest-style: ``3 passed, 1 failed, 1 error in 0.12s``."""
+        """The closing line, pytest-style: ``3 passed, 1 failed, 1 error in 0.12s``.
+
+        A suite that could not be loaded counts as one error, as a collection error does in pytest.
+        """
         counts = self.counts()
+        counts["error"] += sum(1 for s in self.suites if s.load_errors)
         words = {"error": ("error", "errors")}
         parts = []
         for outcome, n in counts.items():

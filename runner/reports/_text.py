@@ -1,0 +1,50 @@
+"""Text clean-up shared by the reports: XML-safe, terminal-safe and one-line strings, time figures."""
+
+from __future__ import annotations
+
+import math
+import re
+
+# XML 1.0 allows #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]; everything
+# else (other C0 controls, lone surrogates, U+FFFE, U+FFFF) cannot appear in a document at all.
+_XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+# Characters a terminal would act on instead of showing: C0 controls but tab and newline, DEL,
+# C1 controls, and lone surrogates (which no encoder can write).
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+
+
+def _hex_notation(match: re.Match[str]) -> str:
+    """``#x0B`` for a forbidden character, as pytest's ``bin_xml_escape`` writes it."""
+    code = ord(match.group())
+    return f"#x{code:02X}" if code <= 0xFF else f"#x{code:04X}"
+
+
+def xml_safe(text: str) -> str:
+    """Replace every character XML 1.0 forbids with its ``#xNN`` notation, so the report parses."""
+    return _XML_ILLEGAL.sub(_hex_notation, text)
+
+
+def _escape_notation(match: re.Match[str]) -> str:
+    """``\\x1b`` or ``\\ud800`` for a character a terminal must not receive raw."""
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """Show control characters as escapes, so tool output cannot move the cursor or recolour."""
+    return _TERMINAL_UNSAFE.sub(_escape_notation, text)
+
+
+def one_line(text: str) -> str:
+    """Join the lines of ``text`` with single spaces: attribute values and messages are one line."""
+    return _LINE_BREAKS.sub(" ", text).strip()
+
+
+def seconds(value: float) -> str:
+    """A duration with exactly 3 decimals, never an exponent or a minus (the junit-10.xsd pattern)."""
+    if not math.isfinite(value) or value < 0:
+        value = 0.0
+    return f"{value:.3f}"

@@ -1,0 +1,215 @@
+"""The JUnit XML report: valid under junit-10.xsd, readable by junitparser, safe and atomic."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import xmlschema
+from junitparser import Error, Failure, JUnitXml, Skipped
+
+from runner.reports import junit
+from runner.results import CaseResult, CheckFailure, Evaluation, RunResult, SuiteResult
+from runner.trajectory import ToolCall, Trajectory, Usage
+
+XSD = xmlschema.XMLSchema(Path(__file__).parent / "data" / "junit-10.xsd")
+W = "suites/weather.suite.yaml"
+B = "suites/billing.suite.yaml"
+BAD = "suites/bad.suite.yaml"
+STAMP = datetime(2025, 3, 14, 9, 26, 53, 589793)
+DETAILS = (
+    "steps: 1 missing\n"
+    "  expected                  | actual                    | verdict\n"
+    "  get_forecast {city: Rome} | get_forecast {city: Rome} | ok\n"
+    "  search {q: rome}          | -                         | MISSING"
+)
+ROME_YAML = "- get_forecast: {city: Rome}\n"
+
+
+def trajectory(tokens: tuple[int, int] | None, *names: str) -> Trajectory:
+    """A trajectory calling ``names`` one per turn, with usage when given."""
+    calls = tuple(ToolCall(n, {"city": "Rome"}, id=f"call_{i}", turn=i, position=i) for i, n in enumerate(names))
+    return Trajectory(calls=calls, turns=len(calls), usage=Usage(*tokens) if tokens else None)
+
+
+def case(file: str, suite: str, name: str, outcome: str, **kw: object) -> CaseResult:
+    """A case result with the id the runner gives it."""
+    return CaseResult(case_id=f"{file}::{name}", suite=suite, name=name, file=file,
+                      line=kw.pop("line", 7), outcome=outcome, **kw)  # type: ignore[arg-type]
+
+
+def sample_run() -> RunResult:
+    """A load error, then every outcome, tokens on two runs, and hostile characters."""
+    rome_eval = Evaluation(failures=(CheckFailure("steps", "1 missing", DETAILS.split("\n", 1)[1]),), score=0.67)
+    weather = SuiteResult("weather agent", W, timestamp=STAMP, duration=1.23456789, cases=(
+        case(W, "weather agent", "paris", "passed", duration=0.0000004, score=1.0,
+             trajectory=trajectory((120, 30), "get_forecast"), actual_yaml="- get_forecast: {city: Paris}\n"),
+        case(W, "weather agent", "rome", "failed", line=14, duration=0.5, message=rome_eval.message(),
+             details=rome_eval.details(), check_type="steps", evaluation=rome_eval, score=0.67,
+             trajectory=trajectory((200, 50), "get_forecast"), actual_yaml=ROME_YAML),
+        case(W, "weather agent", "tokyo", "skipped", message="flaky upstream"),
+        case(W, "weather agent", "oslo", "xfailed", message="known bug #12", details=DETAILS),
+    ))
+    billing = SuiteResult("billing", B, timestamp=STAMP, cases=(
+        case(B, "billing", "refund", "error", line=3, duration=0.25, check_type="error",
+             message="source runs/refund.json not found\nrecord it with trajrun record",
+             details="error: source runs/refund.json not found"),
+        case(B, "billing", "vip", "xpassed", message="XPASS(strict): vip pricing not done", check_type="xpass"),
+        case(B, "billing", "café ☕ 東京", "failed", check_type="answer",
+             message="answer: got \x1b[31mred\x00 \ufffe", details="body \x0b\x7f ok",
+             actual_yaml="- search: {q: \"\x00\x1b\ud800\"}\n"),
+    ))
+    bad = SuiteResult("bad", BAD, timestamp=STAMP, load_errors=(
+        f"{BAD}:4:7: cases[0]: unknown key 'mdoe' in case 'x' — did you mean 'mode'?",
+        f"{BAD}:9:3: cases[1]: case 'y' asserts nothing",
+    ))
+    return RunResult((bad, billing, weather), duration=2.5)
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> Path:
+    """The sample run written as JUnit XML."""
+    path = tmp_path / "junit.xml"
+    junit.write(sample_run(), path)
+    return path
+
+
+def cases_by_id(path: Path) -> dict[str, object]:
+    """junitparser's testcases keyed by ``classname::name``."""
+    return {f"{c.classname}::{c.name}": c for suite in JUnitXml.fromfile(str(path)) for c in suite}
+
+
+def test_report_validates_against_junit_10_xsd(report: Path) -> None:
+    """The default report is valid under the Jenkins xUnit junit-10.xsd."""
+    XSD.validate(str(report))
+
+
+def test_root_and_suite_counts_match_the_testcases(report: Path) -> None:
+    """tests/failures/errors/skipped agree with the testcases, xpass a failure, xfail a skip."""
+    xml = JUnitXml.fromfile(str(report))
+    root = ET.parse(report).getroot()
+    assert (root.get("name"), root.get("tests"), root.get("failures"), root.get("errors")) == ("trajrun", "8", "3", "2")
+    assert "skipped" not in root.attrib
+    counts = {s.name: (s.tests, s.failures, s.errors, s.skipped, len(list(s))) for s in xml}
+    assert counts == {BAD: (1, 0, 1, 0, 1), "billing": (3, 2, 1, 0, 3), "weather agent": (4, 1, 0, 2, 4)}
+
+
+def test_each_outcome_maps_to_its_result_element(report: Path) -> None:
+    """failed/xpassed are failures, error an error, skipped/xfailed skips, passed has none."""
+    cases = cases_by_id(report)
+    kinds = {key: [(type(r), r.type, r.message) for r in c.result] for key, c in cases.items()}
+    assert kinds["weather agent::paris"] == []
+    assert kinds["weather agent::rome"] == [(Failure, "steps", "1 check failed: steps (1 missing)")]
+    assert kinds["weather agent::tokyo"] == [(Skipped, None, "flaky upstream")]
+    assert kinds["weather agent::oslo"] == [(Skipped, None, "known bug #12")]
+    assert kinds["billing::refund"] == [(Error, "error", "source runs/refund.json not found record it with trajrun record")]
+    assert kinds["billing::vip"] == [(Failure, "xpass", "XPASS(strict): vip pricing not done")]
+
+
+def test_failure_body_is_the_details_and_system_out_the_actual_yaml(report: Path) -> None:
+    """The failure text is the details table; <system-out> holds the actual steps as YAML."""
+    rome = cases_by_id(report)["weather agent::rome"]
+    assert rome.result[0].text == DETAILS
+    assert rome.system_out == ROME_YAML
+
+
+def test_load_error_suite_is_one_error_testcase(report: Path) -> None:
+    """A suite that could not load is a (load) testcase with every error, one per line."""
+    load = cases_by_id(report)[f"{BAD}::(load)"]
+    (error,) = load.result
+    assert (type(error), error.message, error.type) == (Error, "suite could not be loaded", "load")
+    assert error.text.splitlines()[1] == f"{BAD}:9:3: cases[1]: case 'y' asserts nothing"
+
+
+def test_forbidden_characters_are_replaced_and_unicode_kept(report: Path) -> None:
+    """NUL, ESC, U+FFFE and lone surrogates become #xNN notation; other unicode survives."""
+    odd = cases_by_id(report)["billing::café ☕ 東京"]
+    assert odd.result[0].message == "answer: got #x1B[31mred#x00 #xFFFE"
+    assert odd.result[0].text == "body #x0B\x7f ok"
+    assert odd.system_out == '- search: {q: "#x00#x1B#xD800"}\n'
+
+
+def test_times_have_three_decimals_and_timestamps_no_zone(report: Path) -> None:
+    """Every time is d.ddd (no exponent) and every timestamp YYYY-MM-DDTHH:MM:SS."""
+    root = ET.parse(report).getroot()
+    times = [e.get("time") for e in root.iter() if e.get("time") is not None]
+    assert times and all(re.fullmatch(r"\d+\.\d{3}", t) for t in times)
+    assert {s.get("timestamp") for s in root.iter("testsuite")} == {"2025-03-14T09:26:53"}
+    weather = root.find("testsuite[@name='weather agent']")
+    assert weather.get("time") == "1.235" and weather.find("testcase[@name='paris']").get("time") == "0.000"
+
+
+def test_token_usage_is_a_suite_property_never_a_case_property(report: Path) -> None:
+    """Suite <properties> carry file, cases and summed tokens; testcases have none."""
+    root = ET.parse(report).getroot()
+    weather = root.find("testsuite[@name='weather agent']")
+    props = {p.get("name"): p.get("value") for p in weather.find("properties")}
+    assert props == {"file": W, "cases": "4", "tool_calls": "2", "input_tokens": "320",
+                     "output_tokens": "80", "total_tokens": "400", "mean_score": "0.835"}
+    assert not root.findall(".//testcase/properties")
+
+
+def test_suite_without_usage_has_no_token_properties(report: Path) -> None:
+    """A suite whose runs recorded no usage leaves the token properties out."""
+    billing = ET.parse(report).getroot().find("testsuite[@name='billing']")
+    assert {p.get("name") for p in billing.find("properties")} == {"file", "cases"}
+
+
+def test_duplicate_and_empty_names_become_unique_and_non_empty() -> None:
+    """classname+name pairs never repeat and never are empty."""
+    cases = (case(W, "", "", "passed"), case(W, "w", "a", "passed"), case(W, "w", "a", "passed"))
+    root = junit.render(RunResult((SuiteResult("w", W, cases=cases),)), hostname="ci")
+    pairs = [(c.get("classname"), c.get("name")) for c in root.iter("testcase")]
+    assert pairs == [("(unnamed)", "(unnamed)"), ("w", "a"), ("w", "a (2)")]
+    XSD.validate(ET.tostring(root, encoding="unicode"))
+
+
+def test_file_line_adds_attributes_and_breaks_the_xsd_by_design() -> None:
+    """file_line=True gives every testcase file and a 1-based line; junit-10.xsd then rejects it."""
+    root = junit.render(sample_run(), file_line=True, hostname="ci")
+    marks = {c.get("name"): (c.get("file"), c.get("line")) for c in root.iter("testcase")}
+    assert marks["rome"] == (W, "14") and marks["(load)"] == (BAD, "1")
+    assert not XSD.is_valid(ET.tostring(root, encoding="unicode"))
+    assert XSD.is_valid(ET.tostring(junit.render(sample_run(), hostname="ci"), encoding="unicode"))
+
+
+def test_xpass_message_is_normalised() -> None:
+    """An xpassed case always reports ``XPASS(strict): reason``."""
+    assert junit.xpass_message(case(W, "w", "a", "xpassed", message="not done yet")) == "XPASS(strict): not done yet"
+    assert junit.xpass_message(case(W, "w", "a", "xpassed")) == "XPASS(strict)"
+
+
+def test_empty_run_is_a_valid_report(tmp_path: Path) -> None:
+    """A run with nothing collected is still a valid <testsuites> with zero counts."""
+    path = tmp_path / "empty.xml"
+    junit.write(RunResult(), path)
+    XSD.validate(str(path))
+    assert ET.parse(path).getroot().get("tests") == "0"
+
+
+def test_write_creates_missing_folders_and_leaves_no_temp_files(tmp_path: Path) -> None:
+    """Writing into a new folder works and only the report remains there."""
+    path = tmp_path / "out" / "reports" / "junit.xml"
+    junit.write(sample_run(), path)
+    assert [p.name for p in path.parent.iterdir()] == ["junit.xml"]
+    assert path.read_bytes().startswith(b"<?xml version='1.0' encoding='utf-8'?>")
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("disk full"), KeyboardInterrupt()])
+def test_failed_write_keeps_the_previous_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
+    """A crash midway through serialising leaves the old report intact and no temp file behind."""
+    path = tmp_path / "junit.xml"
+    path.write_text("<testsuites name='old'/>")
+
+    def half_write(self: ET.ElementTree, handle: object, **kw: object) -> None:
+        handle.write(b"<?xml version='1.0'?><testsuites")  # type: ignore[attr-defined]
+        raise exc
+
+    monkeypatch.setattr(ET.ElementTree, "write", half_write)
+    with pytest.raises(type(exc)):
+        junit.write(sample_run(), path)
+    assert path.read_text() == "<testsuites name='old'/>"
+    assert [p.name for p in tmp_path.iterdir()] == ["junit.xml"]
