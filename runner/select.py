@@ -1,0 +1,119 @@
+"""Case selection: pytest's ``-k``/``-m`` expression grammar and ``--shard I/N``."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Callable, Iterable
+
+_TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
+Predicate = Callable[[Callable[[str], bool]], bool]
+
+
+class ExpressionError(ValueError):
+    """A ``-k`` or ``-m`` expression that does not parse; the message says where."""
+
+
+def _either(a: Predicate, b: Predicate) -> Predicate:
+    return lambda m: a(m) or b(m)
+
+
+def _both(a: Predicate, b: Predicate) -> Predicate:
+    return lambda m: a(m) and b(m)
+
+
+class _Parser:
+    """Recursive descent over ``expr := and ('or' and)*; and := not ('and' not)*; not := 'not' not | atom``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = [m.group(1) for m in _TOKEN.finditer(text)]
+        self.pos = 0
+
+    def parse(self) -> Predicate:
+        if not self.tokens:
+            raise ExpressionError(f"empty expression {self.text!r}")
+        node = self._or()
+        if self.pos < len(self.tokens):
+            raise ExpressionError(f"unexpected {self.tokens[self.pos]!r} in expression {self.text!r}")
+        return node
+
+    def _peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def _take(self) -> str:
+        token = self._peek()
+        if token is None:
+            raise ExpressionError(f"expression {self.text!r} ends too early")
+        self.pos += 1
+        return token
+
+    def _or(self) -> Predicate:
+        left = self._and()
+        while self._peek() == "or":
+            self._take()
+            left = _either(left, self._and())
+        return left
+
+    def _and(self) -> Predicate:
+        left = self._not()
+        while self._peek() == "and":
+            self._take()
+            left = _both(left, self._not())
+        return left
+
+    def _not(self) -> Predicate:
+        if self._peek() == "not":
+            self._take()
+            inner = self._not()
+            return lambda m: not inner(m)
+        return self._atom()
+
+    def _atom(self) -> Predicate:
+        token = self._take()
+        if token == "(":
+            node = self._or()
+            if self._take() != ")":
+                raise ExpressionError(f"missing ')' in expression {self.text!r}")
+            return node
+        if token in (")", "and", "or"):
+            raise ExpressionError(f"unexpected {token!r} in expression {self.text!r}")
+        word = token.lower()
+        return lambda m: m(word)
+
+
+def compile_expression(text: str) -> Predicate:
+    """Parse a pytest-style expression; call the result with a word matcher ``str -> bool``."""
+    return _Parser(text).parse()
+
+
+def keyword_matcher(text: str) -> Callable[[str], bool]:
+    """``-k``: words are case-insensitive substrings of ``suite::case``."""
+    expr = compile_expression(text)
+    return lambda case_id: expr(lambda word: word in case_id.lower())
+
+
+def marker_matcher(text: str) -> Callable[[Iterable[str]], bool]:
+    """``-m``: words are tags, compared case-insensitively."""
+    expr = compile_expression(text)
+
+    def match(tags: Iterable[str]) -> bool:
+        lowered = {t.lower() for t in tags}
+        return expr(lambda word: word in lowered)
+
+    return match
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` with 1 <= I <= N."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError(f"--shard expects I/N with 1 <= I <= N, like 2/3; got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def in_shard(case_id: str, shard: tuple[int, int]) -> bool:
+    """The contract's stable split: ``sha256(id) mod N == I - 1``."""
+    index, count = shard
+    digest = int.from_bytes(hashlib.sha256(case_id.encode("utf-8")).digest(), "big")
+    return digest % count == index - 1
