@@ -1,0 +1,97 @@
+"""Message sources: load a document, detect its format, and read it into a :class:`~runner.trajectory.Trajectory`.
+
+Formats are tried in the contract's order, first fit wins; between ``trajectory`` and
+``anthropic`` a mapping with a ``messages`` list is read as that list. Each reader's ``read``
+raises ``NotThisFormat`` with a short reason, so detection never parses twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import SourceError
+from ..trajectory import Trajectory
+from . import anthropic, bedrock, gemini, graph, langchain, langgraph, openai, openai_responses, trajectory
+from ._build import NotThisFormat, describe
+from .documents import apply_select, load_document, parse_json, parse_yaml
+
+__all__ = [
+    "FORMATS",
+    "apply_select",
+    "load_document",
+    "load_trajectory",
+    "parse_json",
+    "parse_yaml",
+    "read_trajectory",
+]
+
+Reader = Callable[..., Trajectory]
+_READERS: dict[str, Reader] = {
+    "graph": graph.read,
+    "langgraph": langgraph.read,
+    "trajectory": trajectory.read,
+    "anthropic": anthropic.read,
+    "gemini": gemini.read,
+    "bedrock": bedrock.read,
+    "openai-responses": openai_responses.read,
+    "langchain": langchain.read,
+    "openai": openai.read,
+}
+FORMATS: tuple[str, ...] = tuple(_READERS)
+_MESSAGE_FORMATS = frozenset(FORMATS[FORMATS.index("anthropic") :])
+
+
+def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>") -> Trajectory:
+    """Read a parsed document as ``format`` (or detect it with ``auto``).
+
+    Raises:
+        SourceError: the format is unknown, the document does not fit it, or (``auto``) no format fits;
+            the message names ``origin`` and, when detecting, every format tried and why it did not fit.
+    """
+    if format == "auto":
+        return _detect(doc, origin)
+    reader = _READERS.get(format)
+    if reader is None:
+        import difflib
+
+        near = difflib.get_close_matches(format, (*FORMATS, "auto"), n=1)
+        hint = f"did you mean {near[0]!r}?" if near else f"use one of: auto, {', '.join(FORMATS)}"
+        raise SourceError(f"unknown format {format!r}; {hint}", origin)
+    try:
+        return reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc)
+    except NotThisFormat as exc:
+        raise SourceError(f"expected a {format} document, found {describe(doc)}: {exc.reason}; check the "
+                          "format, or use format: auto", origin) from None  # fmt: skip
+
+
+def load_trajectory(
+    path: str | Path, *, format: str = "auto", select: str | None = None, record: int | None = None
+) -> Trajectory:
+    """Load a source file (see :func:`load_document`) and read it as ``format``."""
+    doc = load_document(path, select=select, record=record)
+    return read_trajectory(doc, format, origin=str(path))
+
+
+def _messages_of(doc: Any) -> Any:
+    """A mapping with a ``messages`` list stands for that list (a request body, a saved chat)."""
+    if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+        return doc["messages"]
+    return doc
+
+
+def _detect(doc: Any, origin: str) -> Trajectory:
+    """Try every format in order; the first that fits wins."""
+    reasons = []
+    current = doc
+    for name, reader in _READERS.items():
+        if name in _MESSAGE_FORMATS:
+            current = _messages_of(doc)
+        try:
+            return reader(current, auto=True)
+        except NotThisFormat as exc:
+            reasons.append(f"  {name}: {exc.reason}")
+    tried = "\n".join(reasons)
+    raise SourceError(f"cannot tell the format of {describe(doc)}; tried:\n{tried}\nname the format with "
+                      "'format:', or point 'select:' at the message list", origin)  # fmt: skip
