@@ -1,0 +1,125 @@
+"""Golden files: the recorded YAML form, reading it back, and the round trip through the matcher."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.errors import SuiteErrors
+from runner.expected import ANY_ARGS, Expectation
+from runner.golden import dump_steps, load_golden
+from runner.match import evaluate
+from runner.matchers import Matcher
+from runner.trajectory import ToolCall, Trajectory
+
+TRICKY = ["on", "yes", "1e3", "0o17", "2024-05-01", "~", "null", "12:30", "- dash", "#hash", ""]
+
+
+def _weather_run() -> Trajectory:
+    """A hand-built run with every shape a golden file has to carry."""
+    return Trajectory(
+        calls=(
+            ToolCall("get_forecast", {"city": "Paris", "days": 3}, id="c1", turn=0, position=0),
+            ToolCall("search", {"query": "weather in Paris", "limit": 5}, id="c2", turn=0, position=1),
+            ToolCall("list_events", {}, id="c3", turn=1, position=2),
+            ToolCall("parse_blob", "{not json", id="c4", turn=1, position=3),
+            ToolCall("query", {"filter": {"$gt": 3}, "nested": [{"$in": [1]}], "tags": TRICKY}, turn=2, position=4),
+            ToolCall("write_note", {"text": "line one\nline two\n", "n": 1.5, "ok": True, "none": None},
+                     turn=3, position=5),
+        ),
+        turns=4,
+    )
+
+
+def test_dump_uses_tool_args_form_in_block_style() -> None:
+    """Each call is `- tool: {args}`, block style, keys in call order, empty args as {}."""
+    text = dump_steps(_weather_run())
+    assert text.startswith(
+        "- get_forecast:\n    city: Paris\n    days: 3\n"
+        "- search:\n    query: weather in Paris\n    limit: 5\n"
+        "- list_events: {}\n"
+    )
+
+
+def test_dump_writes_undecodable_args_as_long_form() -> None:
+    """Raw string arguments become a long-form step with `args` the string."""
+    assert "- name: parse_blob\n  args: '{not json'\n" in dump_steps(_weather_run())
+
+
+def test_dump_wraps_dollar_maps_in_literal() -> None:
+    """Argument maps with `$` keys are wrapped in $literal, at any depth, so they are data, not matchers."""
+    text = dump_steps(_weather_run())
+    assert "    filter:\n      $literal:\n        $gt: 3\n" in text
+    assert "    - $literal:\n        $in:\n        - 1\n" in text
+
+
+def test_dump_of_an_empty_run_is_an_empty_list(tmp_path: Path) -> None:
+    """A run without calls records `[]`, which reads back as no steps."""
+    assert dump_steps(Trajectory()) == "[]\n"
+    path = tmp_path / "empty.yaml"
+    path.write_text(dump_steps(Trajectory()))
+    assert load_golden(path) == ()
+
+
+def test_dump_is_deterministic() -> None:
+    """The same run always gives the same text."""
+    assert dump_steps(_weather_run()) == dump_steps(_weather_run())
+
+
+def test_tricky_strings_read_back_as_strings(tmp_path: Path) -> None:
+    """Strings YAML 1.1 or 1.2 would read as something else are quoted, so they stay strings."""
+    path = tmp_path / "g.yaml"
+    path.write_text(dump_steps(_weather_run()))
+    query = load_golden(path)[4]
+    assert query.args["tags"] == TRICKY
+
+
+def test_multiline_text_is_a_literal_block(tmp_path: Path) -> None:
+    """Multi-line strings are written as `|` blocks and read back unchanged."""
+    text = dump_steps(_weather_run())
+    assert "    text: |\n      line one\n      line two\n" in text
+    path = tmp_path / "g.yaml"
+    path.write_text(text)
+    assert load_golden(path)[5].args["text"] == "line one\nline two\n"
+
+
+def test_recorded_golden_passes_strict_exact_against_its_run(tmp_path: Path) -> None:
+    """A golden file recorded from a run passes `strict` with `exact` arguments against that run."""
+    run = _weather_run()
+    path = tmp_path / "weather.golden.yaml"
+    path.write_text(dump_steps(run))
+    evaluation = evaluate(Expectation(steps=load_golden(path), mode="strict", args_mode="exact"), run)
+    assert evaluation.passed, evaluation.details()
+    assert evaluation.score == 1.0
+
+
+def test_hand_written_golden_with_matchers(tmp_path: Path) -> None:
+    """A hand-edited golden file may use every step form and inline matchers."""
+    path = tmp_path / "g.yaml"
+    path.write_text("- get_forecast\n- search: {query: {$regex: Paris}}\n- name: book\n  args_mode: ignore\n")
+    steps = load_golden(path)
+    assert [s.name for s in steps] == ["get_forecast", "search", "book"]
+    assert steps[0].args is ANY_ARGS
+    assert isinstance(steps[1].args["query"], Matcher)
+    assert steps[2].args_mode == "ignore"
+
+
+def test_golden_errors_are_located_in_the_golden_file(tmp_path: Path) -> None:
+    """Problems in a golden file are reported at its own lines and key paths."""
+    path = tmp_path / "g.yaml"
+    path.write_text("- search: {q: a}\n- name: book\n  args_mdoe: ignore\n- 3\n")
+    with pytest.raises(SuiteErrors) as info:
+        load_golden(path)
+    assert [str(e) for e in info.value.errors] == [
+        f"{path}:3:3: [1].args_mdoe: unknown key 'args_mdoe' in step 'book' — did you mean 'args_mode'?",
+        f"{path}:4:3: [2]: a step is a tool name, a {{tool: args}} map or a long form with `name`; found the number 3",
+    ]
+
+
+def test_golden_file_must_be_a_list(tmp_path: Path) -> None:
+    """A golden file holding a map (a whole suite, say) is refused with what was expected."""
+    path = tmp_path / "g.yaml"
+    path.write_text("steps: [search]\n")
+    with pytest.raises(SuiteErrors, match="a golden file is a YAML list of steps"):
+        load_golden(path)
