@@ -62,7 +62,7 @@ def sample_run() -> RunResult:
              message="answer: got \x1b[31mred\x00 \ufffe", details="body \x0b\x7f ok",
              actual_yaml="- search: {q: \"\x00\x1b\ud800\"}\n"),
     ))
-    bad = SuiteResult("bad", BAD, timestamp=STAMP, load_errors=(
+    bad = SuiteResult("bad.suite.yaml", BAD, timestamp=STAMP, load_errors=(
         f"{BAD}:4:7: cases[0]: unknown key 'mdoe' in case 'x' — did you mean 'mode'?",
         f"{BAD}:9:3: cases[1]: case 'y' asserts nothing",
     ))
@@ -118,7 +118,7 @@ def test_failure_body_is_the_details_and_system_out_the_actual_yaml(report: Path
 
 def test_load_error_suite_is_one_error_testcase(report: Path) -> None:
     """A suite that could not load is a (load) testcase with every error, one per line."""
-    load = cases_by_id(report)[f"{BAD}::(load)"]
+    load = cases_by_id(report)["bad.suite.yaml::(load)"]
     (error,) = load.result
     assert (type(error), error.message, error.type) == (Error, "suite could not be loaded", "load")
     assert error.text.splitlines()[1] == f"{BAD}:9:3: cases[1]: case 'y' asserts nothing"

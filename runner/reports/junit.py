@@ -116,7 +116,7 @@ def _testcase(classname: str, name: str, seen: set[tuple[str, str]], duration: f
 
 def _load_case(suite: SuiteResult, seen: set[tuple[str, str]], file_line: bool) -> ET.Element:
     """The ``(load)`` testcase standing for a suite file that could not be loaded."""
-    element = _testcase(suite.file, LOAD_CASE, seen, 0.0)
+    element = _testcase(suite.name or suite.file, LOAD_CASE, seen, 0.0)
     if file_line:
         element.attrib.update({"file": xml_safe(suite.file), "line": "1"})
     _result(element, "error", LOAD_MESSAGE, "load", "\n".join(suite.load_errors))
