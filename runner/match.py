@@ -1,0 +1,243 @@
+"""The steps check: match modes over the compatibility graph, the partial-credit score, ``evaluate``.
+
+``unordered``, ``superset`` and ``subset`` use a maximum matching (never a greedy pairing).
+``strict`` and ``in_order`` respect turns: calls of one turn are parallel, so each turn takes a
+block of consecutive steps matched to its calls by a maximum matching; the longest feasible block
+per turn is optimal (taking more steps earlier never hurts later turns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .bipartite import max_matching
+from .candidates import Candidates
+from .errors import CheckError
+from .expected import UNSET, Expectation, Step
+from .results import CheckFailure, Evaluation
+from .trajectory import ToolCall, Trajectory
+
+Pairs = dict[int, int]
+"""Expected step index -> actual call position."""
+
+
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """The closest actual call to an unmatched expected step, and how it differs."""
+
+    step: int
+    call: int | None
+    diffs: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StepsReport:
+    """The steps check in detail: pairs, missing steps, unexpected calls, nearest candidates.
+
+    ``detail`` is the human diff (aligned table, then each unmatched step's nearest call); it is
+    empty when the check passed.
+    """
+
+    mode: str
+    passed: bool
+    score: float
+    summary: str = ""
+    pairs: tuple[tuple[int, int], ...] = ()
+    missing: tuple[int, ...] = ()
+    unexpected: tuple[int, ...] = ()
+    nearest: tuple[Nearest, ...] = ()
+    detail: str = ""
+    expected_steps: tuple[Step, ...] = field(default=(), repr=False, compare=False)
+    actual_calls: tuple[ToolCall, ...] = field(default=(), repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe data for the JSON report."""
+        from .diff import call_label, step_label
+
+        return {
+            "mode": self.mode,
+            "passed": self.passed,
+            "score": self.score,
+            "summary": self.summary,
+            "pairs": [{"step": s, "call": c} for s, c in self.pairs],
+            "missing": [{"step": s, "expected": step_label(self.expected_steps[s])} for s in self.missing],
+            "unexpected": [{"call": c, "actual": call_label(self.actual_calls[c])} for c in self.unexpected],
+            "nearest": [{"step": n.step, "call": n.call, "diffs": list(n.diffs), "note": n.note} for n in self.nearest],
+        }
+
+
+def evaluate(expect: Expectation, traj: Trajectory) -> Evaluation:
+    """Evaluate every check of a case on one run.
+
+    Failures come in check order (steps, never, before, calls, budget, nodes, answer); checks
+    that cannot be evaluated give a sentence in ``errors`` instead.
+    """
+    from .checks import OTHER_CHECKS
+
+    failures: list[CheckFailure] = []
+    errors: list[str] = []
+    report: StepsReport | None = None
+    if expect.steps is not None:
+        try:
+            report, failure = check_steps(expect, traj)
+        except CheckError as exc:
+            errors.append(f"steps: {exc}")
+        else:
+            failures.extend([failure] if failure else [])
+    for check in OTHER_CHECKS:
+        failures.extend(check(expect, traj, errors))
+    return Evaluation(tuple(failures), tuple(errors), report.score if report else None, report)
+
+
+def check_steps(expect: Expectation, traj: Trajectory) -> tuple[StepsReport, CheckFailure | None]:
+    """Run the steps check; raises ``CheckError`` when it cannot be evaluated on this run."""
+    from .diff import build_report
+
+    _require_recorded(expect, traj)
+    cand = Candidates(expect, traj)
+    pairs, mode_ok = _pair(expect.mode, cand)
+    total = None if mode_ok and expect.threshold is None else _max_size(cand)
+    score = 1.0 if total is None else f1(expect.mode, total, len(cand.steps), len(cand.calls))
+    passed = mode_ok if expect.threshold is None else score >= expect.threshold
+    in_order = expect.mode in ("strict", "in_order")
+    order_only = not mode_ok and in_order and total == len(cand.steps) and (expect.mode == "in_order" or total == len(cand.calls))
+    report = build_report(expect, cand, pairs, passed, score, order_only)
+    if passed:
+        return report, None
+    return report, CheckFailure("steps", report.summary, report.detail)
+
+
+def _require_recorded(expect: Expectation, traj: Trajectory) -> None:
+    """A ``result`` or ``error`` the source never records makes the check impossible."""
+    steps = expect.steps or ()
+    with_result = [i for i, s in enumerate(steps) if s.result is not UNSET]
+    if with_result and not traj.records_results:
+        raise CheckError(
+            f"step {with_result[0]} ({steps[with_result[0]].name}) expects a `result`, but this run recorded "
+            "no tool results; remove `result` or use a source that keeps tool messages"
+        )
+    with_error = [i for i, s in enumerate(steps) if s.error is not None]
+    if with_error and not traj.records_errors:
+        raise CheckError(
+            f"step {with_error[0]} ({steps[with_error[0]].name}) expects `error`, but format '{traj.format}' "
+            "records no per-call error flag; remove `error` from the step"
+        )
+
+
+def f1(mode: str, matched: int, n_expected: int, n_actual: int) -> float:
+    """The F1 score of a matching; superset/in_order count precision 1, subset recall 1."""
+    precision = 1.0 if mode in ("superset", "in_order") or not n_actual else matched / n_actual
+    recall = 1.0 if mode == "subset" or not n_expected else matched / n_expected
+    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
+def _pair(mode: str, cand: Candidates) -> tuple[Pairs, bool]:
+    """The mode's pairing and whether the mode holds."""
+    n, m = len(cand.steps), len(cand.calls)
+    if mode in ("strict", "in_order"):
+        pairs = _ordered(cand)
+        return pairs, len(pairs) == n and (mode == "in_order" or n == m)
+    pairs = _unordered(cand)
+    need_steps = mode in ("unordered", "superset")
+    need_calls = mode in ("unordered", "subset")
+    return pairs, (not need_steps or len(pairs) == n) and (not need_calls or len(pairs) == m)
+
+
+def _max_size(cand: Candidates) -> int:
+    """The size of a maximum matching, order ignored."""
+    return len(_unordered(cand))
+
+
+def _unordered(cand: Candidates) -> Pairs:
+    """A maximum matching between all steps and all calls.
+
+    When no two classes share a candidate (the usual case with exact arguments), each class
+    simply takes its own candidates in order; otherwise the bipartite matching decides.
+    """
+    classes = list(range(len(cand.class_steps)))
+    lists = [cand.of_class(c) for c in classes]
+    if sum(map(len, lists)) == len(set().union(*lists)):
+        pairs: Pairs = {}
+        for members, found in zip(cand.class_steps, lists):
+            pairs.update(zip(members, found))
+        return pairs
+    return _match_block(cand, classes, [cand.class_steps[c] for c in classes], cand.of_class)
+
+
+def _match_block(cand: Candidates, classes: list[int], members: list[list[int]], edges: Any) -> Pairs:
+    """Match classes (each with its step indices) to calls given by ``edges(cls)``; pair in order."""
+    local: dict[int, int] = {}
+    adj: list[list[int]] = []
+    for cls in classes:
+        row = []
+        for pos in edges(cls):
+            row.append(local.setdefault(pos, len(local)))
+        adj.append(row)
+    owner = max_matching([len(m) for m in members], adj, len(local))
+    taken: list[list[int]] = [[] for _ in classes]
+    for pos, slot in local.items():
+        if owner[slot] >= 0:
+            taken[owner[slot]].append(pos)
+    pairs: Pairs = {}
+    for steps, positions in zip(members, taken):
+        pairs.update(zip(steps, sorted(positions)))
+    return pairs
+
+
+def _ordered(cand: Candidates) -> Pairs:
+    """Pair steps to calls with turn numbers never decreasing along the steps (a maximal prefix).
+
+    A step that no call at or after the current turn can take is left unpaired (missing) so the
+    report still aligns the steps after it.
+    """
+    turns: dict[int, list[int]] = {}
+    for pos, call in enumerate(cand.calls):
+        turns.setdefault(call.turn, []).append(pos)
+    pairs: Pairs = {}
+    i, n = 0, len(cand.steps)
+    for turn in sorted(turns):
+        if i == n:
+            break
+        block = _longest_block(cand, i, turn, turns[turn])
+        if not block and _reachable(cand, i, turn) is None:
+            while i < n and _reachable(cand, i, turn) is None:
+                i += 1
+            block = _longest_block(cand, i, turn, turns[turn]) if i < n else {}
+        pairs.update(block)
+        i += len(block)
+    return pairs
+
+
+def _reachable(cand: Candidates, index: int, turn: int) -> int | None:
+    """The first turn at or after ``turn`` where the step has a candidate call."""
+    return cand.next_turn(cand.step_class[index], turn)
+
+
+def _longest_block(cand: Candidates, start: int, turn: int, calls: list[int]) -> Pairs:
+    """The longest run of steps from ``start`` that the calls of one turn can all take."""
+    if len(calls) == 1:
+        return {start: calls[0]} if cand.matches(start, calls[0]) else {}
+    lo, hi = start, min(len(cand.steps), start + len(calls))
+    best = _block(cand, start, hi, turn)
+    if len(best) == hi - start:
+        return best
+    best = {}
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        trial = _block(cand, start, mid, turn)
+        if len(trial) == mid - start:
+            lo, best = mid, trial
+        else:
+            hi = mid - 1
+    return best
+
+
+def _block(cand: Candidates, start: int, stop: int, turn: int) -> Pairs:
+    """A maximum matching of steps ``start:stop`` to the calls of one turn."""
+    members: dict[int, list[int]] = {}
+    for index in range(start, stop):
+        members.setdefault(cand.step_class[index], []).append(index)
+    classes = list(members)
+    return _match_block(cand, classes, [members[c] for c in classes], lambda cls: cand.in_turn(cls, turn))

@@ -1,0 +1,98 @@
+"""The checks beside the steps, and evaluate's order and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.expected import Budget, CountBound, Expectation, Step
+from runner.match import evaluate
+from runner.matchers import compile_value
+from runner.trajectory import ToolCall, Trajectory, Usage
+
+
+def run(*names: str, usage: Usage | None = None, answer: str | None = None, nodes: Any = None, turns: int | None = None) -> Trajectory:
+    """A run calling the named tools, one turn each."""
+    calls = tuple(ToolCall(n, {}, turn=i, position=i) for i, n in enumerate(names))
+    return Trajectory(calls, turns=len(names) if turns is None else turns, usage=usage, answer=answer, nodes=nodes, format="anthropic")
+
+
+def test_never_names_forbidden_calls_and_where() -> None:
+    """never: the summary lists forbidden tools called; the detail says where."""
+    ev = evaluate(Expectation(never=("refund_all", "delete")), run("search", "refund_all"))
+    failure = ev.failures[0]
+    assert (failure.check, failure.summary) == ("never", "refund_all")
+    assert "turn 1, position 1" in failure.detail
+
+
+def test_before_needs_both_and_order() -> None:
+    """before [a, b]: a call of a in an earlier turn than a call of b; both must occur."""
+    assert evaluate(Expectation(before=(("search", "book"),)), run("search", "book")).passed
+    ev = evaluate(Expectation(before=(("search", "book"),)), run("book", "search"))
+    assert ev.failures[0].summary == "search before book"
+    ev = evaluate(Expectation(before=(("search", "book"),)), run("search"))
+    assert "book never called" in ev.failures[0].detail
+
+
+def test_calls_bounds() -> None:
+    """calls: min/max bounds per tool; an exact count reads 'expected'."""
+    traj = run("search", "search", "search")
+    ev = evaluate(Expectation(calls={"search": CountBound(max=2)}), traj)
+    assert ev.failures[0].summary == "search called 3 times, max 2"
+    ev = evaluate(Expectation(calls={"book": CountBound(min=1)}), traj)
+    assert ev.failures[0].summary == "book called 0 times, min 1"
+    assert evaluate(Expectation(calls={"search": CountBound(3, 3)}), traj).passed
+
+
+def test_budget_calls_turns_tokens() -> None:
+    """budget: inclusive upper bounds on calls, turns and total tokens."""
+    traj = run(*["s"] * 9, usage=Usage(4000, 1500))
+    ev = evaluate(Expectation(budget=Budget(calls=8, turns=9, tokens=5000)), traj)
+    assert ev.failures[0].summary == "calls 9 > 8, tokens 5500 > 5000"
+
+
+def test_token_budget_without_usage_is_error_but_other_bounds_checked() -> None:
+    """A token budget on a run with no usage cannot be evaluated; calls are still checked."""
+    ev = evaluate(Expectation(budget=Budget(calls=1, tokens=10)), run("a", "b"))
+    assert ev.errors and "no token usage" in ev.errors[0]
+    assert ev.failures[0].summary == "calls 2 > 1"
+
+
+def test_nodes_mode_per_turn() -> None:
+    """nodes: the mode applies turn by turn; turns align by index and must agree in number."""
+    nodes = (("__start__", "agent", "tools"), ("agent",))
+    assert evaluate(Expectation(nodes=nodes), run(nodes=nodes)).passed
+    swapped = (("__start__", "tools", "agent"), ("agent",))
+    assert not evaluate(Expectation(nodes=nodes), run(nodes=swapped)).passed
+    assert evaluate(Expectation(nodes=nodes, mode="unordered"), run(nodes=swapped)).passed
+    assert evaluate(Expectation(nodes=(("agent",), ()), mode="superset"), run(nodes=nodes)).passed
+    ev = evaluate(Expectation(nodes=nodes), run(nodes=nodes[:1]))
+    assert ev.failures[0].summary == "2 turns expected, 1 found"
+
+
+def test_nodes_without_graph_is_error() -> None:
+    """nodes on a source with no graph steps cannot be evaluated."""
+    ev = evaluate(Expectation(nodes=(("agent",),)), run("a"))
+    assert ev.errors and "no graph steps" in ev.errors[0]
+
+
+def test_answer_matcher_and_value() -> None:
+    """answer: a matcher or a value for the final text; the detail shows both."""
+    traj = run(answer="It is rainy in Paris.")
+    assert evaluate(Expectation(answer=compile_value({"$regex": "rainy"})), traj).passed
+    ev = evaluate(Expectation(answer=compile_value({"$regex": "sunny"})), traj)
+    assert ev.failures[0].summary == "answer differs"
+    assert "regex 'sunny'" in ev.failures[0].detail and "rainy in Paris" in ev.failures[0].detail
+
+
+def test_answer_without_text_is_error() -> None:
+    """answer on a run with no assistant text cannot be evaluated."""
+    ev = evaluate(Expectation(answer="x"), run("a"))
+    assert ev.errors and "no assistant message" in ev.errors[0]
+
+
+def test_failures_in_check_order_and_message() -> None:
+    """Every check is evaluated; failures come in check order and the message names them."""
+    expect = Expectation(steps=(Step("search"),), never=("refund_all",), budget=Budget(calls=1))
+    ev = evaluate(expect, run("refund_all", "book"))
+    assert [f.check for f in ev.failures] == ["steps", "never", "budget"]
+    assert ev.message().startswith("3 checks failed: steps (")

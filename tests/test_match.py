@@ -1,0 +1,291 @@
+"""The steps check: match modes, turns, argument rules, result/error, score and the diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runner.expected import ANY_ARGS, Expectation, FieldRule, Step, ToolRule
+from runner.match import evaluate, f1
+from runner.matchers import compile_value
+from runner.trajectory import ToolCall, Trajectory
+
+
+def run(*calls: Any, parallel: bool = False) -> Trajectory:
+    """A run from (name, args[, turn]) tuples; without turns each call is its own turn."""
+    out = []
+    for i, call in enumerate(calls):
+        name, args = call[0], call[1]
+        turn = call[2] if len(call) > 2 else (0 if parallel else i)
+        out.append(ToolCall(name, args, id=f"call_{i}", turn=turn, position=i))
+    return Trajectory(tuple(out), turns=len({c.turn for c in out}))
+
+
+def step(name: str, args: Any = ANY_ARGS, **kw: Any) -> Step:
+    """A step with compiled arguments."""
+    return Step(name, compile_value(args) if args is not ANY_ARGS and not isinstance(args, str) else args, **kw)
+
+
+def check(steps: list[Step], traj: Trajectory, **kw: Any) -> Any:
+    """Evaluate only the steps check."""
+    return evaluate(Expectation(steps=tuple(steps), **kw), traj)
+
+
+PARIS = ("search", {"query": "weather in Paris"})
+LYON = ("search", {"query": "weather in Lyon"})
+BOOK = ("book", {"city": "Paris"})
+
+
+def test_strict_passes_same_calls_same_order() -> None:
+    """strict: the same calls in the same order pass."""
+    assert check([step(*PARIS), step(*BOOK)], run(PARIS, BOOK)).passed
+
+
+def test_strict_fails_on_order_and_says_so() -> None:
+    """strict: swapped calls fail with 'order differs'."""
+    ev = check([step(*BOOK), step(*PARIS)], run(PARIS, BOOK))
+    assert not ev.passed and ev.failures[0].summary == "order differs"
+
+
+def test_strict_fails_on_extra_call() -> None:
+    """strict: an extra call is unexpected."""
+    ev = check([step(*PARIS)], run(PARIS, BOOK))
+    assert ev.failures[0].summary == "1 unexpected"
+    assert ev.steps.unexpected == (1,)
+
+
+def test_strict_parallel_calls_any_order_within_turn() -> None:
+    """strict: calls of one turn are parallel, so their order does not matter."""
+    traj = run(("a", {}, 0), ("b", {}, 0), ("c", {}, 1))
+    assert check([step("b"), step("a"), step("c")], traj).passed
+    assert not check([step("c"), step("a"), step("b")], traj).passed
+
+
+def test_strict_parallel_needs_matching_within_turn() -> None:
+    """strict: pairing inside a turn is a matching, not first-fit."""
+    traj = run(("s", {"q": "a"}, 0), ("s", {"q": "b"}, 0))
+    assert check([step("s"), step("s", {"q": "a"})], traj).passed
+
+
+def test_unordered_same_calls_any_order() -> None:
+    """unordered: same calls in any order, same counts."""
+    assert check([step(*BOOK), step(*PARIS)], run(PARIS, BOOK), mode="unordered").passed
+    assert not check([step(*PARIS)], run(PARIS, PARIS), mode="unordered").passed
+
+
+def test_superset_allows_extras() -> None:
+    """superset: extra calls are listed as unexpected but do not fail."""
+    ev = check([step(*BOOK)], run(PARIS, BOOK, LYON), mode="superset")
+    assert ev.passed and ev.steps.unexpected == (0, 2)
+
+
+def test_superset_greedy_trap() -> None:
+    """superset finds the maximum matching: [search, search{q: a}] vs [search{q: a}, search{q: b}]."""
+    traj = run(("search", {"q": "a"}), ("search", {"q": "b"}))
+    assert check([step("search"), step("search", {"q": "a"})], traj, mode="superset").passed
+
+
+def test_subset_allows_missing_not_unknown_tools() -> None:
+    """subset: missing steps pass, a call beyond the expected set fails."""
+    assert check([step(*PARIS), step(*BOOK)], run(BOOK), mode="subset").passed
+    assert not check([step(*PARIS)], run(PARIS, BOOK), mode="subset").passed
+
+
+def test_in_order_subsequence_with_extras() -> None:
+    """in_order: steps occur as a subsequence; extras between are fine; order matters."""
+    traj = run(PARIS, LYON, BOOK)
+    assert check([step(*PARIS), step(*BOOK)], traj, mode="in_order").passed
+    ev = check([step(*BOOK), step(*PARIS)], traj, mode="in_order")
+    assert not ev.passed and ev.failures[0].summary == "order differs"
+
+
+def test_in_order_parallel_calls() -> None:
+    """in_order: steps may pair with parallel calls of one turn in any order."""
+    traj = run(("x", {}, 0), ("b", {}, 1), ("a", {}, 1), ("c", {}, 2))
+    assert check([step("a"), step("b"), step("c")], traj, mode="in_order").passed
+    assert not check([step("c"), step("a")], traj, mode="in_order").passed
+
+
+def test_step_written_twice_needs_two_calls() -> None:
+    """Each step consumes a distinct call."""
+    ev = check([step("search"), step("search")], run(PARIS), mode="superset")
+    assert not ev.passed and ev.steps.missing == (1,)
+
+
+def test_exact_rule_rejects_extra_key() -> None:
+    """exact: an extra actual key fails."""
+    assert not check([step("s", {"q": 1})], run(("s", {"q": 1, "p": 2}))).passed
+
+
+def test_superset_rule_allows_extra_key() -> None:
+    """superset args: extra actual keys are allowed, nested too."""
+    traj = run(("s", {"q": {"a": 1, "b": 2}, "p": 2}))
+    assert check([step("s", {"q": {"a": 1}})], traj, args_mode="superset").passed
+
+
+def test_subset_rule_allows_missing_key() -> None:
+    """subset args: a missing expected key is fine; an unknown actual key is not."""
+    assert check([step("s", {"q": 1, "p": 2})], run(("s", {"q": 1})), args_mode="subset").passed
+    assert not check([step("s", {"q": 1})], run(("s", {"q": 1, "z": 0})), args_mode="subset").passed
+
+
+def test_ignore_rule_skips_matchers_too() -> None:
+    """ignore: nothing is compared, matchers included."""
+    assert check([step("s", {"q": {"$regex": "^zzz"}})], run(("s", {"q": "a"})), args_mode="ignore").passed
+
+
+def test_rule_precedence_step_over_tool_over_case() -> None:
+    """The step's args_mode beats the tool's, which beats the case's."""
+    traj = run(("s", {"q": 1, "extra": 2}))
+    tools = {"s": ToolRule(args_mode="exact")}
+    assert not check([step("s", {"q": 1})], traj, args_mode="superset", tools=tools).passed
+    assert check([step("s", {"q": 1}, args_mode="superset")], traj, tools=tools).passed
+
+
+def test_numbers_by_value_in_matching() -> None:
+    """1 matches 1.0 but not true, through the hashed exact path."""
+    assert check([step("s", {"n": 1})], run(("s", {"n": 1.0}))).passed
+    assert not check([step("s", {"n": 1})], run(("s", {"n": True}))).passed
+
+
+def test_raw_string_args_compare_as_strings() -> None:
+    """Undecodable arguments compare as the raw string."""
+    assert check([step("s", '{"q": ')], run(("s", '{"q": '))).passed
+    assert not check([step("s", {"q": 1})], run(("s", '{"q": '))).passed
+
+
+def test_field_comparators() -> None:
+    """fields: icase, approx and ignore apply to the keys they name; the rule decides the rest."""
+    fields = {"title": FieldRule("icase"), "amount": FieldRule("approx", 0.01), "created_at": FieldRule("ignore")}
+    tools = {"ev": ToolRule(fields=fields)}
+    exp = step("ev", {"title": "Team Sync", "amount": 10.0})
+    good = run(("ev", {"title": "team sync", "amount": 10.005, "created_at": "2024-05-01"}))
+    bad = run(("ev", {"title": "team sync", "amount": 10.5, "created_at": "x"}))
+    assert check([exp], good, tools=tools).passed
+    assert not check([exp], bad, tools=tools).passed
+
+
+def test_field_jsonpath_nested() -> None:
+    """A JSONPath field key names a nested field; filters work."""
+    tools = {"ev": ToolRule(args_mode="superset", fields={"$.location.city": FieldRule("icase")})}
+    assert check([step("ev", {"location": {"city": "PARIS"}})], run(("ev", {"location": {"city": "paris"}})), tools=tools).passed
+    tools = {"ev": ToolRule(fields={"$.items[?(@.id == 2)].n": FieldRule("ignore")})}
+    exp = step("ev", {"items": [{"id": 1, "n": 1}, {"id": 2, "n": 0}]})
+    assert check([exp], run(("ev", {"items": [{"id": 1, "n": 1}, {"id": 2, "n": 9}]})), tools=tools).passed
+
+
+def test_field_list_compares_only_named_fields() -> None:
+    """A field list compares only its fields; absent on both sides is equal, on one side not."""
+    tools = {"fly": ToolRule(fields={"origin": FieldRule(), "dest": FieldRule()}, only_fields=True)}
+    exp = step("fly", {"origin": "CDG", "when": "today"})
+    assert check([exp], run(("fly", {"origin": "CDG", "when": "later"})), tools=tools).passed
+    assert not check([exp], run(("fly", {"origin": "CDG", "dest": "JFK"})), tools=tools).passed
+
+
+def test_compare_callable_replaces_rule(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare: module:function decides alone; a raising callable is a case error with its last line."""
+    (tmp_path / "evals_cmp.py").write_text(
+        "def same(e, a):\n    return e['q'].lower() == a['q'].lower()\n\ndef boom(e, a):\n    raise ValueError('bad args')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    traj = run(("s", {"q": "PARIS", "x": 1}))
+    assert check([step("s", {"q": "paris"})], traj, tools={"s": ToolRule(compare="evals_cmp:same")}).passed
+    ev = check([step("s", {"q": "paris"})], traj, tools={"s": ToolRule(compare="evals_cmp:boom")})
+    assert ev.errors and "ValueError: bad args" in ev.errors[0]
+
+
+def test_result_and_error_take_part_in_pairing() -> None:
+    """A step with result/error matches only a call whose result and flag satisfy them."""
+    calls = (
+        ToolCall("book", {}, turn=0, position=0, result="failed", has_result=True, error=True),
+        ToolCall("book", {}, turn=0, position=1, result="confirmed #12", has_result=True, error=False),
+    )
+    traj = Trajectory(calls, turns=1)
+    assert check([step("book", result=compile_value({"$regex": "confirmed"}), error=False)], traj, mode="superset").passed
+    assert not check([step("book", result="ok")], traj, mode="superset").passed
+
+
+def test_result_without_recorded_results_is_error() -> None:
+    """`result` on a run that records no results cannot be evaluated."""
+    ev = check([step("s", result="x")], run(("s", {})))
+    assert ev.errors and "no tool results" in ev.errors[0] and not ev.failures
+
+
+def test_error_without_flags_is_error() -> None:
+    """`error` on a format with no error flag cannot be evaluated."""
+    ev = check([step("s", error=False)], run(("s", {})))
+    assert ev.errors and "error flag" in ev.errors[0]
+
+
+def test_expr_non_boolean_in_steps_is_error() -> None:
+    """An $expr giving a non-boolean makes the steps check an error."""
+    ev = check([step("s", {"q": {"$expr": "value | length"}})], run(("s", {"q": "abc"})))
+    assert ev.errors and "not a boolean" in ev.errors[0]
+
+
+@pytest.mark.parametrize(
+    ("mode", "matched", "n_exp", "n_act", "score"),
+    [("strict", 1, 2, 2, 0.5), ("superset", 1, 2, 4, 2 / 3), ("subset", 1, 4, 2, 2 / 3), ("unordered", 0, 0, 0, 1.0), ("in_order", 0, 1, 0, 0.0)],
+)
+def test_f1_formula(mode: str, matched: int, n_exp: int, n_act: int, score: float) -> None:
+    """F1 of a matching; superset/in_order count precision 1, subset recall 1, empty sides 1."""
+    assert f1(mode, matched, n_exp, n_act) == pytest.approx(score)
+
+
+def test_score_and_threshold() -> None:
+    """With threshold the steps pass when the score reaches it, order not checked."""
+    traj = run(PARIS, BOOK, ("pay", {}))
+    steps = [step(*BOOK), step(*PARIS), step("refund")]
+    ev = check(steps, traj, threshold=0.6)
+    assert ev.score == pytest.approx(2 / 3) and ev.passed
+    ev = check(steps, traj, threshold=0.7)
+    assert not ev.passed and ev.failures[0].summary.startswith("score 0.67 < 0.7")
+
+
+def test_no_steps_no_score() -> None:
+    """Without steps the score is None."""
+    assert evaluate(Expectation(never=("x",)), run(PARIS)).score is None
+
+
+def test_diff_table_and_nearest_fields() -> None:
+    """The failure detail is an aligned table, then the nearest call's differing fields."""
+    ev = check([step(*PARIS), step(*BOOK)], run(LYON, BOOK, ("pay", {})))
+    detail = ev.failures[0].detail
+    header = detail.splitlines()[0].split()
+    assert header == ["#", "expected", "actual", "verdict"]
+    assert "args differ" in detail and "UNEXPECTED" in detail
+    assert "  $.query: expected 'weather in Paris', got 'weather in Lyon'" in detail.splitlines()
+    assert ev.failures[0].summary == "1 unexpected, 1 args differ"
+
+
+def test_diff_truncates_long_args() -> None:
+    """Long argument maps are cut with an ellipsis."""
+    long = ("s", {"text": "x" * 200})
+    ev = check([step("s", {"text": "y"})], run(long))
+    row = ev.failures[0].detail.splitlines()[1]
+    assert "…" in row and len(row) < 200
+
+
+def test_missing_tool_suggests_near_name() -> None:
+    """A step whose tool was never called names the nearest called tool."""
+    ev = check([step("book")], run(("book_flight", {})))
+    assert "did you mean book_flight?" in ev.failures[0].detail
+
+
+def test_report_to_dict_is_json_safe() -> None:
+    """StepsReport.to_dict() serialises to JSON, matchers rendered as text."""
+    import json
+
+    ev = check([step("s", {"q": {"$regex": "a"}}), step("t")], run(("s", {"q": "b"})))
+    data = ev.steps.to_dict()
+    json.dumps(data)
+    assert [m["step"] for m in data["missing"]] == [0, 1] and data["unexpected"][0]["call"] == 0
+
+
+def test_ten_thousand_identical_partial_steps() -> None:
+    """A large single-tool run with partial arguments in reversed order still matches correctly."""
+    calls = [("search", {"q": f"q{i}", "page": 1}) for i in range(2000)]
+    steps = [step("search", {"q": f"q{i}"}) for i in reversed(range(2000))]
+    assert check(steps, run(*calls), mode="unordered", args_mode="superset").passed
+    assert check(steps, run(*calls, parallel=True), mode="strict", args_mode="superset").passed

@@ -1,0 +1,124 @@
+"""Property tests: the matcher agrees with a brute-force oracle over all assignments."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runner.expected import ANY_ARGS, MODES, Expectation, Step
+from runner.match import evaluate, f1
+from runner.trajectory import ToolCall, Trajectory
+from runner.values import compare_value
+
+NAMES = ["search", "book", "pay"]
+VALUES = [1, 1.0, 2, True, "a", None]
+ARGS = st.dictionaries(st.sampled_from(["x", "y"]), st.sampled_from(VALUES), max_size=2)
+CALL = st.tuples(st.sampled_from(NAMES[:2]) | st.sampled_from(NAMES), ARGS)
+
+
+@st.composite
+def trajectories(draw: Any) -> Trajectory:
+    """Up to 6 calls over 2-3 tool names with random non-decreasing turns."""
+    calls = draw(st.lists(CALL, max_size=6))
+    turns = sorted(draw(st.lists(st.integers(0, 3), min_size=len(calls), max_size=len(calls))))
+    out = tuple(ToolCall(n, a, turn=t, position=i) for i, ((n, a), t) in enumerate(zip(calls, turns)))
+    return Trajectory(out, turns=len(set(turns)))
+
+
+STEP = st.tuples(st.sampled_from(NAMES), ARGS | st.just(ANY_ARGS)).map(lambda t: Step(t[0], t[1]))
+
+
+def compatible(step: Step, call: ToolCall, rule: str) -> bool:
+    """The plain definition of a step matching a call."""
+    if step.name != call.name:
+        return False
+    return step.args is ANY_ARGS or rule == "ignore" or compare_value(step.args, call.args, rule)
+
+
+def assignments(n: int, m: int, ok: list[list[bool]]) -> Iterator[tuple[int | None, ...]]:
+    """Every injective partial map from steps to compatible calls."""
+
+    def extend(i: int, used: frozenset[int], acc: tuple[int | None, ...]) -> Iterator[tuple[int | None, ...]]:
+        if i == n:
+            yield acc
+            return
+        yield from extend(i + 1, used, acc + (None,))
+        for p in range(m):
+            if p not in used and ok[i][p]:
+                yield from extend(i + 1, used | {p}, acc + (p,))
+
+    return extend(0, frozenset(), ())
+
+
+def oracle(mode: str, steps: list[Step], traj: Trajectory, rule: str) -> tuple[bool, int]:
+    """Whether the mode holds by its definition, and the maximum matching size."""
+    n, m = len(steps), len(traj.calls)
+    ok = [[compatible(s, c, rule) for c in traj.calls] for s in steps]
+    holds, best = False, 0
+    for a in assignments(n, m, ok):
+        used = [p for p in a if p is not None]
+        best = max(best, len(used))
+        total = len(used) == n
+        rising = all(traj.calls[x].turn <= traj.calls[y].turn for x, y in zip(used, used[1:]))
+        holds = holds or {
+            "strict": total and n == m and rising,
+            "unordered": total and n == m,
+            "superset": total,
+            "subset": len(used) == m,
+            "in_order": total and rising,
+        }[mode]
+    return holds, best
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STEP, max_size=6), trajectories(), st.sampled_from(["exact", "superset", "subset", "ignore"]))
+def test_modes_agree_with_oracle(steps: list[Step], traj: Trajectory, rule: str) -> None:
+    """Every mode's verdict and the F1 score equal the brute-force oracle's."""
+    for mode in MODES:
+        ev = evaluate(Expectation(steps=tuple(steps), mode=mode, args_mode=rule), traj)  # type: ignore[arg-type]
+        holds, best = oracle(mode, steps, traj, rule)
+        assert ev.passed == holds, mode
+        assert abs(ev.score - f1(mode, best, len(steps), len(traj.calls))) < 1e-9, mode
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STEP, max_size=6), trajectories(), st.sampled_from(["exact", "superset", "subset"]))
+def test_reported_pairs_are_valid(steps: list[Step], traj: Trajectory, rule: str) -> None:
+    """Reported pairs are compatible and one to one; ordered modes keep turns non-decreasing."""
+    for mode in MODES:
+        report = evaluate(Expectation(steps=tuple(steps), mode=mode, args_mode=rule), traj).steps  # type: ignore[arg-type]
+        calls = [c for _, c in report.pairs]
+        assert len(set(calls)) == len(calls)
+        assert all(compatible(steps[s], traj.calls[c], rule) for s, c in report.pairs)
+        if mode in ("strict", "in_order"):
+            assert all(traj.calls[x].turn <= traj.calls[y].turn for x, y in zip(calls, calls[1:]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(STEP, max_size=6), trajectories(), st.sampled_from(["exact", "superset", "subset", "ignore"]))
+def test_mode_implications(steps: list[Step], traj: Trajectory, rule: str) -> None:
+    """strict implies unordered, which implies superset and subset; strict implies in_order."""
+    verdict = {
+        mode: evaluate(Expectation(steps=tuple(steps), mode=mode, args_mode=rule), traj).passed  # type: ignore[arg-type]
+        for mode in MODES
+    }
+    assert not verdict["strict"] or (verdict["unordered"] and verdict["in_order"])
+    assert not verdict["unordered"] or (verdict["superset"] and verdict["subset"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(CALL, max_size=6), st.lists(CALL, max_size=6))
+def test_superset_mirrors_subset(left: list[tuple[str, dict[str, Any]]], right: list[tuple[str, dict[str, Any]]]) -> None:
+    """Under exact arguments superset(a, b) equals subset(b, a)."""
+
+    def as_run(calls: list[tuple[str, dict[str, Any]]]) -> Trajectory:
+        return Trajectory(tuple(ToolCall(n, a, turn=i, position=i) for i, (n, a) in enumerate(calls)), turns=len(calls))
+
+    def as_steps(calls: list[tuple[str, dict[str, Any]]]) -> tuple[Step, ...]:
+        return tuple(Step(n, a) for n, a in calls)
+
+    sup = evaluate(Expectation(steps=as_steps(left), mode="superset"), as_run(right)).passed
+    sub = evaluate(Expectation(steps=as_steps(right), mode="subset"), as_run(left)).passed
+    assert sup == sub
