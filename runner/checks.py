@@ -81,8 +81,20 @@ def check_budget(expect: Expectation, traj: Trajectory, errors: list[str]) -> li
             )
         else:
             figures.append(("tokens", budget.tokens, traj.usage.total_tokens))
-    over = [f"{name} {value} > {limit}" for name, limit, value in figures if limit is not None and value > limit]
-    return [CheckFailure("budget", ", ".join(over), "\n".join(over))] if over else []
+    bounded = [(name, limit, value) for name, limit, value in figures if limit is not None]
+    over = [f"{name} {value} > {limit}" for name, limit, value in bounded if value > limit]
+    return [CheckFailure("budget", ", ".join(over), _budget_table(bounded))] if over else []
+
+
+def _budget_table(rows: list[tuple[str, int, int]]) -> str:
+    """Each bounded figure against its limit, aligned: ``calls  limit 2  actual 3  OVER``."""
+    width = max(len(name) for name, _, _ in rows)
+    digits = max(len(str(n)) for _, limit, value in rows for n in (limit, value))
+    return "\n".join(
+        f"{name.ljust(width)}  limit {str(limit).rjust(digits)}  actual {str(value).rjust(digits)}  "
+        f"{'OVER' if value > limit else 'ok'}"
+        for name, limit, value in rows
+    )
 
 
 def check_nodes(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:

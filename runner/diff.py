@@ -124,7 +124,9 @@ def _nearest(cand: Candidates, index: int, free: dict[str, list[int]]) -> Neares
         wanted = sum(1 for s in cand.steps if s.name == step.name)
         return Nearest(index, None, note=f"every call of {step.name} is paired with another step ({same} calls for {wanted} steps)")
     names = sorted({c.name for c in cand.calls})
-    near = difflib.get_close_matches(step.name, names, n=1, cutoff=0.5)
+    near = [n for n in names if step.name in n or n in step.name] or difflib.get_close_matches(
+        step.name, names, n=1, cutoff=0.75
+    )
     hint = f"; did you mean {near[0]}?" if near else f"; called: {', '.join(names)}" if names else "; no tool was called"
     return Nearest(index, None, note=f"no call of {step.name}{hint}")
 
