@@ -156,7 +156,7 @@ def _result(case: Case, base: CaseResult, attempts: list[Attempt], duration: flo
         trajectory=last.trajectory,
         actual_yaml=_actual_yaml(last.trajectory),
         notes=tuple(n for a in attempts for n in a.notes),
-        details=_details(evaluation),
+        details=evaluation.details(),
         check_type=evaluation.failures[0].check if evaluation.failures else None,
     )
     return _outcome(case, result, evaluation)
@@ -193,12 +193,6 @@ def _repeat_evaluation(case: Case, attempts: list[Attempt]) -> Evaluation:
         score=mean,
         steps=failing.steps,
     )
-
-
-def _details(evaluation: Evaluation) -> str:
-    """The body for reports: errors first, then every failed check's detail."""
-    errors = "\n".join(f"error: {e}" for e in evaluation.errors)
-    return "\n\n".join(part for part in (errors, evaluation.details()) if part)
 
 
 def _actual_yaml(traj: Trajectory | None) -> str | None:

@@ -128,7 +128,8 @@ def _case(case: CaseResult, seen: set[tuple[str, str]], file_line: bool) -> ET.E
     element = _testcase(case.suite, case.name, seen, case.duration)
     if file_line:
         element.attrib.update({"file": xml_safe(case.file), "line": str(max(case.line, 1))})
-    body = case.details or case.message
+    body = "\n\n".join(p for p in (case.message, case.details) if p) if case.outcome == "error" else case.details
+    body = body or case.message
     if case.notes:
         body = "\n\n".join([body, *case.notes]) if body else "\n".join(case.notes)
     if case.outcome == "failed":
