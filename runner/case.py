@@ -11,7 +11,7 @@ from typing import Any
 
 from .errors import SourceError, SuiteErrors, TrajrunError
 from .expected import Expectation
-from .results import CaseResult, Evaluation
+from .results import CaseResult, CheckFailure, Evaluation
 from .suite import Case, Source, Suite
 from .trajectory import Trajectory
 
@@ -118,6 +118,7 @@ def _evaluate(case: Case, traj: Trajectory, update_golden: bool) -> Attempt:
 
 
 def _missing_golden(path: Path) -> str:
+    """The case error for a golden file that does not exist yet."""
     return f"golden file {path} does not exist; run `trajrun run --update-golden` to record it from this run"
 
 
@@ -184,8 +185,6 @@ def _repeat_evaluation(case: Case, attempts: list[Attempt]) -> Evaluation:
         return Evaluation(errors=(f"all {len(attempts)} runs erred; last: {attempts[-1].evaluation.message()}",), score=mean)
     if passed / len(attempts) >= case.pass_rate:
         return Evaluation(score=mean, steps=attempts[-1].evaluation.steps)
-    from .results import CheckFailure
-
     failing = next(a.evaluation for a in reversed(attempts) if not a.evaluation.passed)
     summary = f"{passed}/{len(attempts)} runs passed, pass_rate {case.pass_rate:g}"
     return Evaluation(

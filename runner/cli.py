@@ -29,6 +29,7 @@ def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _load(source: str, fmt: str, select: str | None, record: int | None) -> Any:
+    """The trajectory of a source file, or exit 2 with the reason."""
     from .sources import load_trajectory
 
     try:

@@ -22,6 +22,8 @@ FIELD_KINDS: tuple[str, ...] = ("exact", "ignore", "icase", "approx")
 
 
 class _Sentinel:
+    """A named marker value that is not any JSON value."""
+
     __slots__ = ("_name",)
 
     def __init__(self, name: str) -> None:

@@ -41,10 +41,14 @@ class RunOptions:
 class Reporter(Protocol):
     """What the runner tells as it goes (the console reporter implements it)."""
 
-    def start(self, total_cases: int) -> None: ...
-    def suite_load_error(self, result: SuiteResult) -> None: ...
-    def case_done(self, result: CaseResult) -> None: ...
-    def finish(self, run: RunResult) -> None: ...
+    def start(self, total_cases: int) -> None:
+        """Before the first case: how many will run."""
+    def suite_load_error(self, result: SuiteResult) -> None:
+        """A suite file that could not be loaded."""
+    def case_done(self, result: CaseResult) -> None:
+        """One case finished."""
+    def finish(self, run: RunResult) -> None:
+        """The run is over."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +188,7 @@ def _run_parallel(plans: list[Planned], options: RunOptions) -> dict[str, CaseRe
 
 @lru_cache(maxsize=None)
 def _worker_suite(path: str, variables: tuple[tuple[str, Any], ...]) -> Suite:
+    """A suite loaded once per worker process."""
     from .loader import load_suite
 
     return load_suite(Path(path), dict(variables))

@@ -15,10 +15,12 @@ class ExpressionError(ValueError):
 
 
 def _either(a: Predicate, b: Predicate) -> Predicate:
+    """``a or b``."""
     return lambda m: a(m) or b(m)
 
 
 def _both(a: Predicate, b: Predicate) -> Predicate:
+    """``a and b``."""
     return lambda m: a(m) and b(m)
 
 
@@ -31,6 +33,7 @@ class _Parser:
         self.pos = 0
 
     def parse(self) -> Predicate:
+        """The whole expression; anything left over is an error."""
         if not self.tokens:
             raise ExpressionError(f"empty expression {self.text!r}")
         node = self._or()
@@ -39,9 +42,11 @@ class _Parser:
         return node
 
     def _peek(self) -> str | None:
+        """The next token, or None at the end."""
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
 
     def _take(self) -> str:
+        """Consume the next token; running out is an error."""
         token = self._peek()
         if token is None:
             raise ExpressionError(f"expression {self.text!r} ends too early")
@@ -49,6 +54,7 @@ class _Parser:
         return token
 
     def _or(self) -> Predicate:
+        """``and ("or" and)*``."""
         left = self._and()
         while self._peek() == "or":
             self._take()
@@ -56,6 +62,7 @@ class _Parser:
         return left
 
     def _and(self) -> Predicate:
+        """``not ("and" not)*``."""
         left = self._not()
         while self._peek() == "and":
             self._take()
@@ -63,6 +70,7 @@ class _Parser:
         return left
 
     def _not(self) -> Predicate:
+        """``"not" not | atom``."""
         if self._peek() == "not":
             self._take()
             inner = self._not()
@@ -70,6 +78,7 @@ class _Parser:
         return self._atom()
 
     def _atom(self) -> Predicate:
+        """A parenthesised expression or a word."""
         token = self._take()
         if token == "(":
             node = self._or()
@@ -98,6 +107,7 @@ def marker_matcher(text: str) -> Callable[[Iterable[str]], bool]:
     expr = compile_expression(text)
 
     def match(tags: Iterable[str]) -> bool:
+        """Whether a case with these tags is selected."""
         lowered = {t.lower() for t in tags}
         return expr(lambda word: word in lowered)
 
