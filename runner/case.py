@@ -195,9 +195,9 @@ def _repeat_evaluation(case: Case, attempts: list[Attempt]) -> Evaluation:
 
 
 def _actual_yaml(traj: Trajectory | None) -> str | None:
-    """The actual steps as golden-file YAML, for JUnit system-out."""
+    """The actual steps as YAML, one line per call, for JUnit system-out."""
     if traj is None:
         return None
-    from .golden import dump_steps
+    from .golden import compact_steps
 
-    return dump_steps(traj)
+    return compact_steps(traj)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,12 @@ import yaml
 
 from .expected import Step
 from .trajectory import Trajectory
+from .yamlload import is_core_plain_str
 
 
-class _Dumper(yaml.SafeDumper):
-    """A safe dumper that also quotes strings YAML 1.2 core would read as something else (``1e3``, ``0o7``)."""
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """A safe dumper (libyaml's emitter where present: every case's report dumps its steps) that also
+    quotes strings YAML 1.2 core would read as something else (``1e3``, ``0o7``)."""
 
 
 for _first, _pattern in (
@@ -42,6 +45,31 @@ def dump_steps(traj: Trajectory) -> str:
         return "[]\n"
     return yaml.dump(steps, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True,
                      width=100)
+
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+def compact_steps(traj: Trajectory) -> str:
+    """The same steps one line per call (``- tool: {"json": "args"}``), for reports.
+
+    JSON is YAML, so this pastes into a suite or golden file like ``dump_steps`` output, and it
+    is fast enough to write for every case of a large run. Falls back to ``dump_steps`` for
+    values JSON cannot hold (NaN, infinities).
+    """
+    try:
+        lines = [_compact(call.name, call.args) for call in traj.calls]
+    except ValueError:
+        return dump_steps(traj)
+    return "\n".join(lines) + "\n" if lines else "[]\n"
+
+
+def _compact(name: str, args: dict[str, Any] | str) -> str:
+    """One step as a single YAML line; names that YAML would misread are quoted."""
+    key = name if _PLAIN_NAME.match(name) and is_core_plain_str(name) else json.dumps(name, ensure_ascii=False)
+    if isinstance(args, str):
+        return f"- {{name: {key}, args: {json.dumps(args, ensure_ascii=False)}}}"
+    return f"- {key}: {json.dumps(_escape(args), ensure_ascii=False, allow_nan=False)}"
 
 
 def _step(name: str, args: dict[str, Any] | str) -> dict[str, Any]:

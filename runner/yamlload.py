@@ -64,20 +64,26 @@ class Pos:
 
 @dataclass(slots=True)
 class Marks:
-    """Where every value (and every mapping key) of a loaded document was written, by key path."""
+    """Where every value (and every mapping key) of a loaded document was written, by key path.
 
-    values: dict[Path, Pos] = field(default_factory=dict)
-    keys: dict[Path, Pos] = field(default_factory=dict)
+    The tables hold PyYAML's 0-based marks as they come (converting every one up front costs
+    more than loading); ``value`` and ``key`` give 1-based positions.
+    """
+
+    values: dict[Path, Any] = field(default_factory=dict)
+    keys: dict[Path, Any] = field(default_factory=dict)
 
     def value(self, path: Path) -> Pos:
         """The position of the value at ``path``, or of its nearest written ancestor."""
         while path and path not in self.values:
             path = path[:-1]
-        return self.values.get(path, Pos(1, 1))
+        mark = self.values.get(path)
+        return _pos(mark) if mark is not None else Pos(1, 1)
 
     def key(self, path: Path) -> Pos:
         """The position of the key that ends ``path`` (the value's when there is no key)."""
-        return self.keys.get(path) or self.value(path)
+        mark = self.keys.get(path)
+        return _pos(mark) if mark is not None else self.value(path)
 
 
 class YamlProblem(Exception):
@@ -141,10 +147,41 @@ def decode_utf8(data: bytes) -> str:
         ) from None
 
 
+class _CoreNodeParser(_CParser or object):  # type: ignore[misc]
+    """libyaml's parser and composer, tagging plain scalars ``plain`` so the core schema resolves them.
+
+    Composition runs in C; aliases stay shared nodes (never expanded here), explicit tags are
+    kept as written and checked by ``_Builder``.
+    """
+
+    def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
+        """The tag of an untagged node: ``plain`` for plain scalars, else the core type's."""
+        if kind is ScalarNode:
+            return "plain" if implicit[0] else _CORE + "str"
+        return _CORE + ("seq" if kind is SequenceNode else "map")
+
+    def descend_resolver(self, parent: Any, index: Any) -> None:
+        """Path-dependent resolution is not used."""
+
+    def ascend_resolver(self) -> None:
+        """Path-dependent resolution is not used."""
+
+
+def _compose(text: str) -> Node | None:
+    """The document's node tree: libyaml's composer on the happy path; the event composer (which
+    gives precise messages, and accepts re-defined anchors) when libyaml is missing or objects."""
+    if _CParser is not None and parser_class is _CParser:
+        try:
+            return _CoreNodeParser(text).get_single_node()  # type: ignore[no-any-return]
+        except (yaml.YAMLError, RecursionError):
+            pass
+    return _Composer(parser_class(text)).document()
+
+
 def load_text(text: str) -> Loaded:
     """Parse one YAML document from text; raises ``YamlProblem`` for syntax errors and refused content."""
     try:
-        root = _Composer(parser_class(text)).document()
+        root = _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         message = " ".join(p for p in (exc.context, exc.problem) if p)
@@ -211,24 +248,26 @@ class _Composer:
             if tag is None:
                 tag = "plain" if event.implicit[0] else _CORE + "str"
             elif tag not in _SCALAR_TAGS:
-                raise _refused(event, path)
+                raise _refused(tag, event.start_mark, path)
             return ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         kind = "seq" if isinstance(event, yaml.SequenceStartEvent) else "map"
         if tag not in (None, _CORE + kind):
-            raise _refused(event, path)
+            raise _refused(tag, event.start_mark, path)
         cls = SequenceNode if kind == "seq" else MappingNode
         return cls(_CORE + kind, [], event.start_mark, None, event.flow_style)
 
 
-def _refused(event: Any, path: Path) -> YamlProblem:
+def _refused(tag: str, mark: Any, path: Path) -> YamlProblem:
     """The error for a tag outside the core schema (the tagged value is never constructed)."""
-    tag = event.tag.replace(_CORE, "!!")
     return YamlProblem(
-        f"tag {tag} is not allowed: suites use plain YAML values only "
+        f"tag {tag.replace(_CORE, '!!')} is not allowed: suites use plain YAML values only "
         "(strings, numbers, true/false, null, lists, maps); remove the tag",
-        _pos(event.start_mark),
+        _pos(mark),
         path,
     )
+
+
+_ALLOWED_TAGS = {ScalarNode: {"plain", *_SCALAR_TAGS}, SequenceNode: {_CORE + "seq"}, MappingNode: {_CORE + "map"}}
 
 
 class _Builder:
@@ -253,7 +292,9 @@ class _Builder:
                                   _pos(node.start_mark), path)
         if len(path) > MAX_DEPTH:
             raise YamlProblem(_TOO_DEEP, _pos(node.start_mark), path)
-        self.marks.values.setdefault(path, _pos(node.start_mark))
+        self.marks.values.setdefault(path, node.start_mark)
+        if node.tag not in _ALLOWED_TAGS[type(node)]:
+            raise _refused(node.tag, node.start_mark, path)
         if isinstance(node, ScalarNode):
             return _scalar(node)
         if id(node) in self.active:
@@ -276,12 +317,12 @@ class _Builder:
                 continue
             key = self._key(key_node, path)
             if key in out:
-                first = self.marks.keys[(*path, key)]
+                first = self.marks.key((*path, key))
                 self.duplicates.append(YamlProblem(
                     f"duplicate key '{key}' (first written at line {first.line}); remove one of them",
                     _pos(key_node.start_mark), (*path, key)))
                 continue
-            self.marks.keys.setdefault((*path, key), _pos(key_node.start_mark))
+            self.marks.keys.setdefault((*path, key), key_node.start_mark)
             out[key] = self.build(value_node, (*path, key), via_alias)
         for key_node, value_node in merges:
             self._merge(out, key_node, value_node, path, via_alias)

@@ -8,7 +8,7 @@ import pytest
 
 from runner.errors import SuiteErrors
 from runner.expected import ANY_ARGS, Expectation
-from runner.golden import dump_steps, load_golden
+from runner.golden import compact_steps, dump_steps, load_golden
 from runner.match import evaluate
 from runner.matchers import Matcher
 from runner.trajectory import ToolCall, Trajectory
@@ -123,3 +123,36 @@ def test_golden_file_must_be_a_list(tmp_path: Path) -> None:
     path.write_text("steps: [search]\n")
     with pytest.raises(SuiteErrors, match="a golden file is a YAML list of steps"):
         load_golden(path)
+
+
+def test_compact_steps_is_one_line_per_call() -> None:
+    """compact_steps writes each call as `- tool: {json}` on one line, raw args in the long form."""
+    lines = compact_steps(_weather_run()).splitlines()
+    assert len(lines) == 6
+    assert lines[0] == '- get_forecast: {"city": "Paris", "days": 3}'
+    assert lines[3] == '- {name: parse_blob, args: "{not json"}'
+    assert lines[4].startswith('- query: {"filter": {"$literal": {"$gt": 3}}')
+
+
+@pytest.mark.parametrize("name", ["true", "null", "1e3", "has space", "a:b", "-x"])
+def test_compact_steps_quotes_names_yaml_would_misread(tmp_path: Path, name: str) -> None:
+    """Tool names YAML would read as another value or split are written quoted and read back."""
+    run = Trajectory((ToolCall(name, {"q": 1}),), turns=1)
+    path = tmp_path / "g.yaml"
+    path.write_text(compact_steps(run))
+    assert [step.name for step in load_golden(path)] == [name]
+
+
+def test_compact_steps_pass_strict_exact_against_their_run(tmp_path: Path) -> None:
+    """compact_steps output, saved as a golden file, passes strict + exact like dump_steps output."""
+    run = _weather_run()
+    path = tmp_path / "compact.yaml"
+    path.write_text(compact_steps(run))
+    evaluation = evaluate(Expectation(steps=load_golden(path), mode="strict", args_mode="exact"), run)
+    assert evaluation.passed, evaluation.details()
+
+
+def test_compact_steps_falls_back_for_nan() -> None:
+    """A value JSON cannot hold (NaN) makes compact_steps use the block form."""
+    run = Trajectory((ToolCall("f", {"x": float("nan")}),), turns=1)
+    assert compact_steps(run) == dump_steps(run)
