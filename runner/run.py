@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
@@ -85,23 +86,33 @@ def case_id(root: Path, suite_path: Path, name: str) -> str:
 
 def load(files: Iterable[Path], variables: Mapping[str, Any]) -> list[Suite | SuiteResult]:
     """Load every file; a file that fails (or repeats another suite's name) becomes a SuiteResult of errors."""
-    from .loader import load_suite
-
     loaded: list[Suite | SuiteResult] = []
     names: dict[str, Path] = {}
     for path in files:
-        try:
-            suite = load_suite(path, variables)
-        except SuiteErrors as exc:
-            loaded.append(SuiteResult(path.name, str(path), load_errors=tuple(str(e) for e in exc.errors)))
-            continue
-        if suite.name in names:
-            message = f"{path}: suite: suite name {suite.name!r} is already used by {names[suite.name]}; rename one"
-            loaded.append(SuiteResult(path.name, str(path), load_errors=(message,)))
-            continue
-        names[suite.name] = path
-        loaded.append(suite)
+        item = _load_one(path, variables)
+        if isinstance(item, Suite):
+            item = _unique(item, item.name, path, names)
+        loaded.append(item)
     return loaded
+
+
+def _load_one(path: Path, variables: Mapping[str, Any]) -> Suite | SuiteResult:
+    """One suite, or a SuiteResult holding every error of the file."""
+    from .loader import load_suite
+
+    try:
+        return load_suite(path, variables)
+    except SuiteErrors as exc:
+        return SuiteResult(path.name, str(path), load_errors=tuple(str(e) for e in exc.errors))
+
+
+def _unique(item: Any, name: str, path: Path, names: dict[str, Path]) -> Any:
+    """``item`` when its suite name is new; else the load error for a second suite of that name."""
+    if name not in names:
+        names[name] = path
+        return item
+    message = f"{path}: suite: suite name {name!r} is already used by {names[name]}; rename one"
+    return SuiteResult(path.name, str(path), load_errors=(message,))
 
 
 def plan(suite: Suite, options: RunOptions, root: Path) -> tuple[Planned, int]:
@@ -125,81 +136,135 @@ def run(paths: Sequence[str | Path], options: RunOptions, reporter: Reporter | N
     """Collect, load, select and run; a broken suite or case never stops the others."""
     started = time.perf_counter()
     root = options.root or Path.cwd()
-    plans: list[Planned | SuiteResult] = []
-    deselected = 0
-    for item in load(collect(paths), options.variables):
-        if isinstance(item, SuiteResult):
-            plans.append(item)
-            continue
-        planned, left_out = plan(item, options, root)
-        deselected += left_out
-        plans.append(planned)
-    if reporter:
-        reporter.start(sum(len(p.cases) for p in plans if isinstance(p, Planned)))
-    suites = _execute(plans, options, reporter)
+    files = collect(paths)
+    if options.jobs > 1:
+        suites, deselected = _run_parallel(files, options, root)
+        suites = _replay(suites, options.exitfirst, reporter)
+    else:
+        suites, deselected = _run_serial(files, options, root, reporter)
     result = RunResult(tuple(suites), time.perf_counter() - started, deselected)
     if reporter:
         reporter.finish(result)
     return result
 
 
-def _execute(plans: list[Planned | SuiteResult], options: RunOptions, reporter: Reporter | None) -> list[SuiteResult]:
-    """Run every planned case, serially or in worker processes, reporting suites in path order."""
-    if options.jobs > 1:
-        outcomes = _run_parallel([p for p in plans if isinstance(p, Planned)], options)
-    suites: list[SuiteResult] = []
-    cache = SourceCache()
-    stop = False
+def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Reporter | None) -> tuple[list[SuiteResult], int]:
+    """Load every suite (so the reporter knows the total), then run the cases in order."""
+    plans: list[Planned | SuiteResult] = []
+    deselected = 0
+    for item in load(files, options.variables):
+        if isinstance(item, Suite):
+            planned, left_out = plan(item, options, root)
+            deselected += left_out
+            plans.append(planned)
+        else:
+            plans.append(item)
+    if reporter:
+        reporter.start(sum(len(p.cases) for p in plans if isinstance(p, Planned)))
+    cache, suites, stop = SourceCache(), [], False
     for item in plans:
         if isinstance(item, SuiteResult):
             suites.append(item)
             if reporter:
                 reporter.suite_load_error(item)
             continue
-        stamp, began, results = datetime.now(), time.perf_counter(), []
-        for cid, case in item.cases:
-            if stop:
-                break
-            result = outcomes[cid] if options.jobs > 1 else run_case(case, item.suite, cid, cache, options.update_golden)
-            results.append(result)
-            if reporter:
-                reporter.case_done(result)
-            stop = options.exitfirst and result.outcome in ("failed", "error", "xpassed")
-        elapsed = sum(r.duration for r in results) if options.jobs > 1 else time.perf_counter() - began
-        suites.append(SuiteResult(item.suite.name, str(item.suite.path), tuple(results), duration=elapsed, timestamp=stamp))
+        result = _run_planned(item, cache, options.update_golden, reporter, stop, options.exitfirst)
+        stop = stop or options.exitfirst and any(_stops(c) for c in result.cases)
+        suites.append(result)
+    return suites, deselected
+
+
+def _stops(case: CaseResult) -> bool:
+    """Whether ``-x`` stops the run after this case."""
+    return case.outcome in ("failed", "error", "xpassed")
+
+
+def _run_planned(item: Planned, cache: SourceCache, update_golden: bool, reporter: Reporter | None = None,
+                 stopped: bool = False, exitfirst: bool = False) -> SuiteResult:
+    """Run a suite's selected cases in order; with ``exitfirst``, stop after the first that fails."""
+    stamp, began, results = datetime.now(), time.perf_counter(), []
+    for cid, case in item.cases:
+        if stopped:
+            break
+        result = run_case(case, item.suite, cid, cache, update_golden)
+        results.append(result)
+        if reporter:
+            reporter.case_done(result)
+        stopped = exitfirst and _stops(result)
+    return SuiteResult(item.suite.name, str(item.suite.path), tuple(results), duration=time.perf_counter() - began,
+                       timestamp=stamp)
+
+
+Unit = tuple[Path, int, int]
+"""A share of the work: a suite file, and which of how many contiguous parts of its cases."""
+
+
+def _run_parallel(files: list[Path], options: RunOptions, root: Path) -> tuple[list[SuiteResult], int]:
+    """Workers load, select and run whole suite files (split in parts when files are fewer than workers)."""
+    parts = max(1, options.jobs // max(1, len(files)))
+    units = [(path, i, parts) for path in files for i in range(parts)]
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    with ProcessPoolExecutor(max_workers=options.jobs, mp_context=context) as pool:
+        done = list(pool.map(_run_unit, units, [options] * len(units), [root] * len(units)))
+    suites: list[SuiteResult] = []
+    names: dict[str, Path] = {}
+    deselected = 0
+    for (path, part, _), (result, left_out) in zip(units, done):
+        if part:
+            suites[-1] = _join(suites[-1], result)
+            continue
+        if not result.load_errors:
+            result = _unique(result, result.name, path, names)
+        deselected += left_out if not result.load_errors else 0
+        suites.append(result)
+    return suites, deselected
+
+
+_WORKER_CACHE = SourceCache()
+"""Each worker process's source cache, shared by every unit it runs."""
+
+
+def _run_unit(unit: Unit, options: RunOptions, root: Path) -> tuple[SuiteResult, int]:
+    """In a worker: one part of one suite file, loaded and selected there; the number left out."""
+    path, part, parts = unit
+    item = _load_one(path, options.variables)
+    if isinstance(item, SuiteResult):
+        return (item if part == 0 else SuiteResult(item.name, item.file)), 0
+    planned, left_out = plan(item, options, root)
+    size = len(planned.cases)
+    share = Planned(planned.suite, planned.cases[part * size // parts:(part + 1) * size // parts])
+    result = _run_planned(share, _WORKER_CACHE, options.update_golden, exitfirst=options.exitfirst)
+    return result, left_out if part == 0 else 0
+
+
+def _join(first: SuiteResult, more: SuiteResult) -> SuiteResult:
+    """Two parts of one suite file's results, in order."""
+    return dataclasses.replace(first, cases=first.cases + more.cases, duration=first.duration + more.duration)
+
+
+def _replay(suites: list[SuiteResult], exitfirst: bool, reporter: Reporter | None) -> list[SuiteResult]:
+    """Report results that workers produced, in path order; with ``exitfirst``, drop those after the first failure."""
+    if exitfirst:
+        suites = _cut_after_first_failure(suites)
+    if reporter:
+        reporter.start(sum(len(s.cases) for s in suites))
+        for suite in suites:
+            if suite.load_errors:
+                reporter.suite_load_error(suite)
+            for case in suite.cases:
+                reporter.case_done(case)
     return suites
 
 
-def _run_parallel(plans: list[Planned], options: RunOptions) -> dict[str, CaseResult]:
-    """Run cases in ``options.jobs`` processes; cases sharing a source file go to the same worker."""
-    batches: dict[Any, list[tuple[str, str, str]]] = {}
-    for planned in plans:
-        for cid, case in planned.cases:
-            key = case.source.file if case.source and case.source.file else cid
-            batches.setdefault(key, []).append((str(planned.suite.path), case.name, cid))
-    groups: list[list[tuple[str, str, str]]] = [[] for _ in range(options.jobs)]
-    for batch in sorted(batches.values(), key=len, reverse=True):
-        min(groups, key=len).extend(batch)
-    args = dict(options.variables)
-    with ProcessPoolExecutor(max_workers=options.jobs) as pool:
-        futures = [pool.submit(_worker, g, args, options.update_golden) for g in groups if g]
-        return {cid: res for f in futures for cid, res in f.result()}
-
-
-@lru_cache(maxsize=None)
-def _worker_suite(path: str, variables: tuple[tuple[str, Any], ...]) -> Suite:
-    """A suite loaded once per worker process."""
-    from .loader import load_suite
-
-    return load_suite(Path(path), dict(variables))
-
-
-def _worker(batch: list[tuple[str, str, str]], variables: dict[str, Any], update_golden: bool) -> list[tuple[str, CaseResult]]:
-    """A worker process: load each suite once and run the named cases with one source cache."""
-    cache, out = SourceCache(), []
-    frozen_vars = tuple(sorted(variables.items()))
-    for path, name, cid in batch:
-        suite = _worker_suite(path, frozen_vars)
-        case = next(c for c in suite.cases if c.name == name)
-        out.append((cid, run_case(case, suite, cid, cache, update_golden)))
-    return out
+def _cut_after_first_failure(suites: list[SuiteResult]) -> list[SuiteResult]:
+    """The results up to and including the first failing case (later suites dropped)."""
+    kept: list[SuiteResult] = []
+    for suite in suites:
+        stop = next((i for i, c in enumerate(suite.cases) if _stops(c)), None)
+        if stop is None:
+            kept.append(suite)
+            continue
+        kept.append(dataclasses.replace(suite, cases=suite.cases[: stop + 1]))
+        break
+    return kept

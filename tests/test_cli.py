@@ -216,22 +216,34 @@ def test_shards_together_run_every_case_once(tmp_path: Path) -> None:
 
 
 def test_jobs_give_the_same_results_as_serial(project: Path) -> None:
-    """-j 2 reports the same outcomes, messages and order as -j 1."""
-    def outcomes(jobs: str) -> list[tuple[str, str, str]]:
-        trajrun("run", "suites", "-j", jobs, "--json", f"j{jobs}.json", cwd=project)
+    """-j 2 and -j 3 report the same outcomes, messages, load errors and order as -j 1."""
+    def outcomes(jobs: str) -> tuple[int, list[tuple[str, str, str]], list[list[str]], str]:
+        proc = trajrun("run", "suites", "-j", jobs, "--json", f"j{jobs}.json", cwd=project)
         report = json.loads((project / f"j{jobs}.json").read_text())
-        return [(c["id"], c["outcome"], c["message"]) for s in report["suites"] for c in s["cases"]]
+        cases = [(c["id"], c["outcome"], c["message"]) for s in report["suites"] for c in s["cases"]]
+        errors = [s["load_errors"] for s in report["suites"]]
+        return proc.returncode, cases, errors, last_line(proc.stdout).split(" in ")[0]
 
-    assert outcomes("2") == outcomes("1")
+    write_suite(project / "suites" / "broken.suite.yaml", "cases: []\n")
+    write_suite(project / "suites" / "same_name.suite.yaml", """
+        suite: weather
+        cases:
+          - {name: dup, source: weather.json, never: [x]}
+    """)
+    serial = outcomes("1")
+    assert serial[0] == 2 and any(errors for errors in serial[2])
+    assert outcomes("2") == serial
+    assert outcomes("3") == serial
 
 
-def test_exitfirst_stops_after_first_failure(project: Path) -> None:
-    """-x stops at the first failing case."""
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_exitfirst_stops_after_first_failure(project: Path, jobs: str) -> None:
+    """-x stops at the first failing case (with -j, later results are dropped)."""
     write_suite(project / "suites" / "zzz.suite.yaml", """
         cases:
           - {name: later, source: weather.json, never: [x]}
     """)
-    proc = trajrun("run", "suites", "-x", cwd=project)
+    proc = trajrun("run", "suites", "-x", "-j", jobs, cwd=project)
     assert proc.returncode == 1
     assert last_line(proc.stdout).startswith("1 passed, 1 failed in ")
 
