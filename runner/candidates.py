@@ -13,9 +13,12 @@ from typing import Any, Hashable
 from .argrules import ArgRule, args_match, rule_for
 from .expected import ANY_ARGS, UNSET, Expectation, Step
 from .trajectory import ToolCall, Trajectory
-from .values import Matcher, canon, compare_value, has_matcher, plain_key, spec_key
+from .values import Matcher, canon, compare_value, flat_match, has_matcher, is_flat, plain_key, same_flat, spec_key
 
 _RAW = "\x00raw"
+_UNSET_SPEC = "\x00unset"
+ANY, SAME, FLAT, GENERAL = range(4)
+"""How a step tests one call directly: any arguments, ``same_flat``, ``flat_match``, or its class's candidate list."""
 
 
 def args_key(args: Any) -> Hashable:
@@ -24,24 +27,26 @@ def args_key(args: Any) -> Hashable:
 
 
 class Candidates:
-    """Step classes and, per class, the sorted positions of the calls it matches."""
+    """Step classes and, per class, the sorted positions of the calls it matches; direct tests of one pair.
+
+    Classes and candidate lists are built on first use: a run whose steps pair with calls directly
+    (the usual passing run) never needs them.
+    """
 
     def __init__(self, expect: Expectation, traj: Trajectory) -> None:
+        """Keep the steps and calls; everything else is computed on demand."""
         self.steps = expect.steps or ()
         self.calls = traj.calls
-        rules: dict[tuple[str, str | None], ArgRule] = {}
-        self.rules = [
-            rules.get((s.name, s.args_mode)) or rules.setdefault((s.name, s.args_mode), rule_for(s, expect))
-            for s in self.steps
-        ]
-        self.step_class: list[int] = []
-        self.class_steps: list[list[int]] = []
+        self._expect = expect
+        self._rules: dict[tuple[str, str | None], ArgRule] = {}
+        self._rule_list: list[ArgRule] | None = None
+        self._kinds: list[int] | None = None
+        self._aligned: bool | None = None
+        self._step_class: list[int] | None = None
+        self._class_steps: list[list[int]] = []
         self._class_rep: list[int] = []
         self._class_key: list[Hashable | None] = []
-        self._classify()
-        self._by_name: dict[str, list[int]] = {}
-        for pos, call in enumerate(self.calls):
-            self._by_name.setdefault(call.name, []).append(pos)
+        self._by_name: dict[str, list[int]] | None = None
         self._keys: dict[int, Hashable] = {}
         self._exact: dict[str, dict[Hashable, list[int]]] = {}
         self._key_index: dict[tuple[str, str], tuple[dict[Hashable, list[int]], list[int]]] = {}
@@ -50,26 +55,135 @@ class Candidates:
         self._turns: dict[int, dict[int, list[int]]] = {}
         self._turn_lists: dict[int, list[int]] = {}
 
+    def rule(self, index: int) -> ArgRule:
+        """The argument rule of one step (resolved once per tool and step ``args_mode``)."""
+        step = self.steps[index]
+        found = self._rules.get((step.name, step.args_mode))
+        if found is None:
+            found = self._rules[(step.name, step.args_mode)] = rule_for(step, self._expect)
+        return found
+
+    @property
+    def rules(self) -> list[ArgRule]:
+        """The argument rule of every step (built once)."""
+        if self._rule_list is None:
+            self._rule_list = [self.rule(i) for i in range(len(self.steps))]
+        return self._rule_list
+
+    @property
+    def kinds(self) -> list[int]:
+        """How each step tests one call directly: ``ANY``, ``SAME``, ``FLAT`` or ``GENERAL``."""
+        if self._kinds is None:
+            self._kinds = [self._kind(i) for i in range(len(self.steps))]
+        return self._kinds
+
+    def _kind(self, index: int) -> int:
+        """One step's kind: flat argument maps under a plain rule compare in one loop, the rest via classes."""
+        step = self.steps[index]
+        if step.result is not UNSET or step.error is not None:
+            return GENERAL
+        rule = self.rule(index)
+        if step.args is ANY_ARGS or rule.mode == "ignore":
+            return ANY
+        if rule.fields or rule.compare or not is_flat(step.args):
+            return GENERAL
+        return SAME if rule.mode == "exact" else FLAT
+
+    def accepts(self, index: int, pos: int) -> bool:
+        """Whether step ``index`` matches the call at ``pos``: ``matches`` without building candidate lists."""
+        step, call = self.steps[index], self.calls[pos]
+        if step.name != call.name:
+            return False
+        kind = self.kinds[index]
+        if kind == SAME:
+            return same_flat(step.args, call.args)
+        if kind == FLAT:
+            return flat_match(step.args, call.args, self.rule(index).mode)
+        return kind == ANY or self.matches(index, pos)
+
+    def aligned(self) -> bool:
+        """Whether step ``i`` matches call ``i`` for every ``i`` and no call can match steps of two classes.
+
+        Calls cannot match two classes (candidate lists are disjoint) when every step's arguments
+        are a flat map compared exactly, or under ``superset`` with the same keys as every other step
+        of its tool, and no step has its own ``args_mode``, ``result`` or ``error``.
+        """
+        if self._aligned is None:
+            self._aligned = self._check_aligned()
+        return self._aligned
+
+    def _check_aligned(self) -> bool:
+        """Compute ``aligned`` in one pass over the steps."""
+        steps, calls = self.steps, self.calls
+        if len(steps) != len(calls):
+            return False
+        modes: dict[str, str] = {}
+        keys: dict[str, Any] = {}
+        for index, step in enumerate(steps):
+            args, call = step.args, calls[index]
+            if step.args_mode is not None or step.result is not UNSET or step.error is not None:
+                return False
+            if step.name != call.name or type(args) is not dict:
+                return False
+            mode = modes.get(step.name) or modes.setdefault(step.name, _plain_mode(self.rule(index)))
+            if mode == "exact":
+                if not same_flat(args, call.args):
+                    return False
+            elif mode != "superset" or keys.setdefault(step.name, args.keys()) != args.keys():
+                return False
+            elif not flat_match(args, call.args, mode):
+                return False
+        return True
+
+    def distinct(self, start: int, stop: int) -> bool:
+        """Whether steps ``start:stop`` all belong to different classes."""
+        names = {step.name for step in self.steps[start:stop]}
+        if len(names) == stop - start:
+            return True
+        keys = {self.class_key(i)[0] for i in range(start, stop)}
+        return len(keys) == stop - start
+
+    @property
+    def step_class(self) -> list[int]:
+        """The class of every step."""
+        if self._step_class is None:
+            self._classify()
+        return self._step_class  # type: ignore[return-value]
+
+    @property
+    def class_steps(self) -> list[list[int]]:
+        """The steps of every class, ascending."""
+        if self._step_class is None:
+            self._classify()
+        return self._class_steps
+
+    def class_key(self, index: int) -> tuple[Hashable, bool]:
+        """A step's class identity (name, rule, arguments, result, error) and whether its arguments are plain."""
+        step = self.steps[index]
+        args, plain = _spec(step.args)
+        result = _UNSET_SPEC if step.result is UNSET else _spec(step.result)[0]
+        return (step.name, step.args_mode, args, result, step.error), plain
+
     def _classify(self) -> None:
         """Group identical steps (same name, rule, arguments, result and error) into classes."""
         seen: dict[Hashable, int] = {}
-        for index, step in enumerate(self.steps):
-            args, plain = _spec(step.args)
-            key = (step.name, step.args_mode, args, _spec(step.result)[0], step.error)
+        step_class = self._step_class = []
+        for index in range(len(self.steps)):
+            key, plain = self.class_key(index)
             cls = seen.setdefault(key, len(seen))
-            if cls == len(self.class_steps):
-                self.class_steps.append([])
+            if cls == len(self._class_steps):
+                self._class_steps.append([])
                 self._class_rep.append(index)
-                self._class_key.append(args if plain else None)
-            self.class_steps[cls].append(index)
-            self.step_class.append(cls)
+                self._class_key.append(key[2] if plain else None)  # type: ignore[index]
+            self._class_steps[cls].append(index)
+            step_class.append(cls)
 
     def of_class(self, cls: int) -> list[int]:
         """Positions of the calls a class matches, ascending."""
         found = self._lists.get(cls)
         if found is None:
             index = self._class_rep[cls]
-            found = self._compute(self.steps[index], self.rules[index], self._class_key[cls])
+            found = self._compute(self.steps[index], self.rule(index), self._class_key[cls])
             self._lists[cls] = found
         return found
 
@@ -102,9 +216,17 @@ class Candidates:
                 groups.setdefault(self.calls[pos].turn, []).append(pos)
         return groups
 
+    def _named(self) -> dict[str, list[int]]:
+        """Call positions by tool name, built once."""
+        if self._by_name is None:
+            self._by_name = {}
+            for pos, call in enumerate(self.calls):
+                self._by_name.setdefault(call.name, []).append(pos)
+        return self._by_name
+
     def _compute(self, step: Step, rule: ArgRule, key: Hashable | None) -> list[int]:
         """Every call matching one step: name, then arguments, then result and error."""
-        pool = self._by_name.get(step.name, [])
+        pool = self._named().get(step.name, [])
         args = step.args
         if args is ANY_ARGS or rule.mode == "ignore" or not pool:
             found = pool
@@ -123,7 +245,7 @@ class Candidates:
         bucket = self._exact.get(name)
         if bucket is None:
             bucket = self._exact[name] = {}
-            for pos in self._by_name[name]:
+            for pos in self._named()[name]:
                 bucket.setdefault(self._key(pos), []).append(pos)
         return bucket
 
@@ -158,7 +280,7 @@ class Candidates:
         if found is None:
             values: dict[Hashable, list[int]] = {}
             absent: list[int] = []
-            for pos in self._by_name[name]:
+            for pos in self._named()[name]:
                 args = self.calls[pos].args
                 if isinstance(args, dict):
                     if key in args:
@@ -167,6 +289,11 @@ class Candidates:
                         absent.append(pos)
             found = self._key_index[(name, key)] = (values, absent)
         return found
+
+
+def _plain_mode(rule: ArgRule) -> str:
+    """The rule's mode when it compares whole argument maps (no fields, no callable), else ``""``."""
+    return "" if rule.fields or rule.compare else rule.mode
 
 
 def _indexable(value: Any, mode: str) -> bool:

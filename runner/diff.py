@@ -28,9 +28,9 @@ Row = tuple[int | None, int | None, str]
 
 def build_report(expect: Expectation, cand: Candidates, pairs: Pairs, passed: bool, score: float, order_only: bool) -> StepsReport:
     """The steps report; the table and nearest candidates only when the check failed."""
-    paired = set(pairs.values())
-    missing = tuple(i for i in range(len(cand.steps)) if i not in pairs)
-    unexpected = tuple(p for p in range(len(cand.calls)) if p not in paired)
+    n, m = len(cand.steps), len(cand.calls)
+    missing = () if len(pairs) == n else tuple(i for i in range(n) if i not in pairs)
+    unexpected = () if len(pairs) == m else _unpaired(m, set(pairs.values()))
     base = dict(
         mode=expect.mode, passed=passed, score=score, pairs=tuple(sorted(pairs.items())), missing=missing,
         unexpected=unexpected, expected_steps=tuple(cand.steps), actual_calls=tuple(cand.calls),
@@ -42,6 +42,11 @@ def build_report(expect: Expectation, cand: Candidates, pairs: Pairs, passed: bo
     summary = _summary(expect, rows, score, order_only)
     detail = "\n".join([render_table(cand, rows), *_nearest_lines(cand, nearest)]).rstrip()
     return StepsReport(summary=summary, nearest=nearest, detail=detail, **base)  # type: ignore[arg-type]
+
+
+def _unpaired(count: int, paired: set[int]) -> tuple[int, ...]:
+    """The call positions below ``count`` that no step took."""
+    return tuple(p for p in range(count) if p not in paired)
 
 
 def step_label(step: Step) -> str:

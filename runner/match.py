@@ -9,6 +9,7 @@ per turn is optimal (taking more steps earlier never hurts later turns).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import le
 from typing import Any
 
 from .bipartite import max_matching
@@ -112,6 +113,8 @@ def check_steps(expect: Expectation, traj: Trajectory) -> tuple[StepsReport, Che
 def _require_recorded(expect: Expectation, traj: Trajectory) -> None:
     """A ``result`` or ``error`` the source never records makes the check impossible."""
     steps = expect.steps or ()
+    if all(s.result is UNSET and s.error is None for s in steps):
+        return
     with_result = [i for i, s in enumerate(steps) if s.result is not UNSET]
     if with_result and not traj.records_results:
         raise CheckError(
@@ -136,6 +139,8 @@ def f1(mode: str, matched: int, n_expected: int, n_actual: int) -> float:
 def _pair(mode: str, cand: Candidates) -> tuple[Pairs, bool]:
     """The mode's pairing and whether the mode holds."""
     n, m = len(cand.steps), len(cand.calls)
+    if cand.aligned() and (mode not in ("strict", "in_order") or _rising(cand.calls)):
+        return dict(zip(range(n), range(m))), True
     if mode in ("strict", "in_order"):
         pairs = _ordered(cand)
         return pairs, len(pairs) == n and (mode == "in_order" or n == m)
@@ -145,9 +150,15 @@ def _pair(mode: str, cand: Candidates) -> tuple[Pairs, bool]:
     return pairs, (not need_steps or len(pairs) == n) and (not need_calls or len(pairs) == m)
 
 
+def _rising(calls: tuple[ToolCall, ...]) -> bool:
+    """Whether turn numbers never decrease along the calls (always so for calls read from a source)."""
+    turns = [call.turn for call in calls]
+    return all(map(le, turns, turns[1:]))
+
+
 def _max_size(cand: Candidates) -> int:
     """The size of a maximum matching, order ignored."""
-    return len(_unordered(cand))
+    return len(cand.steps) if cand.aligned() else len(_unordered(cand))
 
 
 def _unordered(cand: Candidates) -> Pairs:
@@ -200,7 +211,9 @@ def _ordered(cand: Candidates) -> Pairs:
     for turn in sorted(turns):
         if i == n:
             break
-        block = _longest_block(cand, i, turn, turns[turn])
+        block = _direct_block(cand, i, turns[turn])
+        if block is None:
+            block = _longest_block(cand, i, turn, turns[turn])
         if not block and _reachable(cand, i, turn) is None:
             while i < n and _reachable(cand, i, turn) is None:
                 i += 1
@@ -213,6 +226,20 @@ def _ordered(cand: Candidates) -> Pairs:
 def _reachable(cand: Candidates, index: int, turn: int) -> int | None:
     """The first turn at or after ``turn`` where the step has a candidate call."""
     return cand.next_turn(cand.step_class[index], turn)
+
+
+def _direct_block(cand: Candidates, start: int, calls: list[int]) -> Pairs | None:
+    """The turn's calls paired in order with the next steps, when each matches and no two steps share a class.
+
+    That is exactly what ``_longest_block`` finds then (its matching takes each class's first free
+    candidate in order); None sends the turn through ``_longest_block``.
+    """
+    stop = min(len(cand.steps), start + len(calls))
+    if not all(map(cand.accepts, range(start, stop), calls)):
+        return None
+    if stop - start > 1 and not cand.distinct(start, stop):
+        return None
+    return dict(zip(range(start, stop), calls))
 
 
 def _longest_block(cand: Candidates, start: int, turn: int, calls: list[int]) -> Pairs:

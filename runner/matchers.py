@@ -289,6 +289,13 @@ def compile_value(raw: Any, path: Path = ()) -> Any:
         SpecError: an unknown operator, a map mixing ``$`` and plain keys, or a bad operand;
             ``path`` leads from the value's root to the offending map.
     """
+    if type(raw) is dict:
+        for value in raw.values():
+            if type(value) not in _PLAIN:
+                break
+        else:
+            if _plain_keys(raw):
+                return raw
     if isinstance(raw, dict):
         ops = [k for k in raw if isinstance(k, str) and k.startswith("$")]
         if ops and len(ops) == len(raw):
@@ -302,8 +309,21 @@ def compile_value(raw: Any, path: Path = ()) -> Any:
             )
         return {k: compile_value(v, path + (k,)) for k, v in raw.items()}
     if isinstance(raw, list):
+        if _PLAIN.issuperset(map(type, raw)):
+            return raw
         return [compile_value(v, path + (i,)) for i, v in enumerate(raw)]
     return raw
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_keys(raw: dict[Any, Any]) -> bool:
+    """Whether every key is a string without ``$``: a map of such keys and plain values compiles to itself."""
+    try:
+        return "$" not in "".join(raw)
+    except TypeError:
+        return False
 
 
 def _compile_matcher(raw: dict[str, Any], path: Path) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..trajectory import Trajectory
@@ -10,22 +11,31 @@ from ._build import Builder, NotThisFormat, as_list, make_usage, text_of
 FORMAT = "openai"
 _INPUTS = ("prompt_tokens",)
 _OUTPUTS = ("completion_tokens",)
+_ABSENT = object()
 
 
 def read(doc: Any, *, auto: bool = False) -> Trajectory:
     """Read Chat Completions messages; every item needs a ``role``. The generic last resort of detection."""
     messages, usage = _messages(doc)
     builder = Builder()
+    result = builder.result
     for i, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
-        if not isinstance(role, str):
+        if role == "tool":
+            result(message.get("content"), message.get("tool_call_id"), message.get("name"))
+        elif role == "assistant":
+            content = message.get("content")
+            builder.turn(text_of(content) if content else None)
+            calls = message.get("tool_calls")
+            if calls:
+                _calls(builder.call, calls)
+            legacy = message.get("function_call")
+            if isinstance(legacy, dict):
+                builder.call(legacy.get("name"), legacy.get("arguments"))
+        elif not isinstance(role, str):
             raise NotThisFormat(f"item {i} has no 'role'")
-        if role == "assistant":
-            _assistant(builder, message)
-        elif role == "tool":
-            builder.result(message.get("content"), message.get("tool_call_id"), message.get("name"))
         elif role == "function":
-            builder.result(message.get("content"), None, message.get("name"))
+            result(message.get("content"), None, message.get("name"))
     return builder.finish(FORMAT, usage)
 
 
@@ -43,17 +53,14 @@ def _messages(doc: Any) -> tuple[list[Any], Any]:
     return messages, None
 
 
-def _assistant(builder: Builder, message: dict[str, Any]) -> None:
-    """One assistant turn: its text, its ``tool_calls`` (function or custom), its legacy ``function_call``."""
-    builder.turn(text_of(message.get("content")))
-    for call in message.get("tool_calls") or ():
+def _calls(add: Callable[..., None], calls: Any) -> None:
+    """An assistant message's ``tool_calls``, function or custom, each added with ``add`` (``Builder.call``)."""
+    for call in calls:
         if not isinstance(call, dict):
             raise NotThisFormat("a 'tool_calls' entry is not a mapping")
         spec = call.get("function") or call.get("custom")
         if isinstance(spec, dict):
-            builder.call(spec.get("name"), spec.get("arguments", spec.get("input")), call.get("id"))
+            args = spec.get("arguments", _ABSENT)
+            add(spec.get("name"), spec.get("input") if args is _ABSENT else args, call.get("id"))
         else:
-            builder.call(call.get("name"), call.get("args", call.get("arguments")), call.get("id"))
-    legacy = message.get("function_call")
-    if isinstance(legacy, dict):
-        builder.call(legacy.get("name"), legacy.get("arguments"))
+            add(call.get("name"), call.get("args", call.get("arguments")), call.get("id"))

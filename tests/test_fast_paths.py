@@ -1,0 +1,154 @@
+"""The hot path's shortcuts give exactly what the general code gives: decoding, call building, compiling, pairing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runner import match
+from runner.candidates import Candidates
+from runner.expected import MODES, Expectation, Step
+from runner.match import evaluate
+from runner.matchers import compile_value
+from runner.sources import read_trajectory
+from runner.sources._build import Builder, _decode_all, decode_args
+from runner.trajectory import ToolCall, Trajectory
+from runner.values import canon, compare_value, flat_match, is_flat, same_flat
+
+FLAT_VALUES = st.sampled_from([1, 1.0, 2, 0, -0.0, "1", "a", None, True, False, [1], {"k": 1}])
+MAPS = st.dictionaries(st.sampled_from(["x", "y", "z"]), FLAT_VALUES, max_size=3)
+
+
+def test_decode_all_matches_decode_args_item_by_item() -> None:
+    """A list mixing objects, padded text, invalid text, lists, numbers, dicts and blanks decodes like decode_args."""
+    raws: list[Any] = ['{"a": 1}', ' {"b": 2}', '{"c": 3}  \n', '{"d": ', "[1, 2]", "42", "", None, {"e": 5}, '{"f": 1} x']
+    assert _decode_all(raws) == [decode_args(r) for r in raws]
+    assert _decode_all(['{"a": 1}', '{"b": [1, {"c": null}]}']) == [{"a": 1}, {"b": [1, {"c": None}]}]
+
+
+TEXTS = st.one_of(
+    MAPS.map(json.dumps),
+    st.tuples(MAPS.map(json.dumps), st.sampled_from(["", " ", "\n", "x", "}", ",{}"])).map("".join),
+    st.text(alphabet='{}[]":, 1a', max_size=8),
+    st.none(),
+    MAPS,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXTS, max_size=5))
+def test_decode_all_agrees_with_decode_args(raws: list[Any]) -> None:
+    """Any list of argument values decodes in one pass exactly as item by item."""
+    assert _decode_all(raws) == [decode_args(r) for r in raws]
+
+
+def test_finish_builds_the_same_calls_as_the_constructor() -> None:
+    """Calls built from columns equal ToolCall(...) field for field, results and errors included."""
+    b = Builder()
+    b.turn("thinking")
+    b.call("search", '{"q": "Paris"}', "c1")
+    b.call("fetch", "not json", "c2")
+    b.result([{"type": "text", "text": "o"}, {"type": "text", "text": "k"}], "c1", error=False)
+    traj = b.finish("openai")
+    assert traj.calls == (
+        ToolCall("search", {"q": "Paris"}, "c1", 0, 0, "ok", True, False),
+        ToolCall("fetch", "not json", "c2", 0, 1, None, False, None),
+    )
+    assert all(type(c) is ToolCall for c in traj.calls)
+
+
+def test_result_before_its_call_pairs_by_order_not_by_a_later_id() -> None:
+    """A result whose id names no earlier call takes the first waiting call, as the queues always did."""
+    b = Builder()
+    b.turn()
+    b.call("search", "{}", "a")
+    b.result("early", "b", "search")
+    b.call("search", "{}", "b")
+    b.result("late", "b")
+    assert [c.result for c in b.finish("openai").calls] == ["early", "late"]
+
+
+def test_plain_map_compiles_to_itself() -> None:
+    """A map of plain values without '$' keys is returned as is; matcher maps and nested maps still compile."""
+    plain = {"q": "Paris", "n": 2, "ok": True, "x": None}
+    assert compile_value(plain) is plain
+    nested = compile_value({"q": {"$regex": "P"}, "in": {"a": 1}})
+    assert nested["q"].test("Paris") and nested["in"] == {"a": 1}
+    assert compile_value({"$literal": {"$x": 1}}) == {"$x": 1}
+
+
+@settings(max_examples=300, deadline=None)
+@given(MAPS, MAPS)
+def test_flat_comparisons_agree_with_the_general_ones(expected: dict[str, Any], actual: dict[str, Any]) -> None:
+    """same_flat is canon equality and flat_match is compare_value, whenever the expected map is flat."""
+    if is_flat(expected):
+        assert same_flat(expected, actual) == (is_flat(actual) and canon(expected) == canon(actual))
+        for rule in ("exact", "superset", "subset"):
+            assert flat_match(expected, actual, rule) == compare_value(expected, actual, rule)
+    else:
+        assert not same_flat(expected, actual)
+
+
+CALLS = st.lists(st.tuples(st.sampled_from(["a", "b"]), MAPS, st.integers(0, 2)), max_size=6)
+
+
+def _run(calls: list[tuple[str, dict[str, Any], int]]) -> Trajectory:
+    """A run from (name, args, turn step) triples, turns never decreasing."""
+    turn, out = 0, []
+    for i, (name, args, step) in enumerate(calls):
+        turn += step % 2
+        out.append(ToolCall(name, args, turn=turn, position=i))
+    return Trajectory(tuple(out), turns=turn + 1)
+
+
+def _general(expect: Expectation, traj: Trajectory, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The steps report with both shortcuts switched off."""
+    with monkeypatch.context() as patch:
+        patch.setattr(Candidates, "aligned", lambda self: False)
+        patch.setattr(match, "_direct_block", lambda cand, start, calls: None)
+        return evaluate(expect, traj).steps
+
+
+@settings(max_examples=200, deadline=None)
+@given(CALLS, st.sampled_from(["exact", "superset", "subset"]), st.booleans(), st.booleans())
+def test_shortcuts_report_what_the_general_matching_reports(
+    calls: list[tuple[str, dict[str, Any], int]], rule: str, project: bool, swap: bool
+) -> None:
+    """Direct pairing (whole run or turn by turn) gives the same verdict, score and pairs as the full matching."""
+    traj = _run(calls)
+    steps = [Step(n, {k: v for k, v in a.items() if k == "x"} if project else a) for n, a, _ in calls]
+    if swap and len(steps) > 1:
+        steps[0], steps[-1] = steps[-1], steps[0]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for mode in MODES:
+            expect = Expectation(steps=tuple(steps), mode=mode, args_mode=rule)  # type: ignore[arg-type]
+            fast, slow = evaluate(expect, traj).steps, _general(expect, traj, monkeypatch)
+            assert (fast.passed, fast.score, fast.pairs, fast.detail) == (slow.passed, slow.score, slow.pairs, slow.detail)
+
+
+def test_accepts_agrees_with_candidate_lists() -> None:
+    """The direct test of one step against one call equals membership in the step's class's candidates."""
+    traj = _run([("a", {"x": 1, "y": "p"}, 0), ("a", {"x": 1.0}, 1), ("b", {"x": True}, 0), ("a", {"x": [1]}, 1)])
+    steps = (Step("a", {"x": 1}), Step("a", {"x": 1, "y": "p"}), Step("b", {"x": 1}), Step("a", {"x": [1]}))
+    for rule in ("exact", "superset", "subset", "ignore"):
+        cand = Candidates(Expectation(steps=steps, args_mode=rule), traj)  # type: ignore[arg-type]
+        for i in range(len(steps)):
+            assert [cand.accepts(i, p) for p in range(4)] == [cand.matches(i, p) for p in range(4)], (rule, i)
+
+
+def test_reversed_ten_thousand_partial_calls_stay_linear() -> None:
+    """The bench's worst case (one tool, partial args, reversed) evaluates every mode without quadratic work."""
+    calls = [("search", {"query": f"q{i}", "page": i % 5}) for i in range(10_000)]
+    messages = [{"role": "user", "content": "go"}]
+    for i, (name, args) in enumerate(calls):
+        messages.append({"role": "assistant", "tool_calls": [{"id": f"c{i}", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "ok"})
+    traj = read_trajectory(messages)
+    steps = tuple(Step(n, {"query": a["query"]}) for n, a in reversed(calls))
+    for mode in ("strict", "unordered", "superset"):
+        ev = evaluate(Expectation(steps=steps, mode=mode, args_mode="superset"), traj)  # type: ignore[arg-type]
+        assert ev.passed == (mode != "strict")
