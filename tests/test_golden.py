@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,11 +85,12 @@ def test_multiline_text_is_a_literal_block(tmp_path: Path) -> None:
     assert load_golden(path)[5].args["text"] == "line one\nline two\n"
 
 
-def test_recorded_golden_passes_strict_exact_against_its_run(tmp_path: Path) -> None:
-    """A golden file recorded from a run passes `strict` with `exact` arguments against that run."""
+@pytest.mark.parametrize("dump", [dump_steps, compact_steps])
+def test_recorded_golden_passes_strict_exact_against_its_run(tmp_path: Path, dump: Any) -> None:
+    """A golden file recorded from a run (block or one-line form) passes `strict` + `exact` against that run."""
     run = _weather_run()
     path = tmp_path / "weather.golden.yaml"
-    path.write_text(dump_steps(run))
+    path.write_text(dump(run))
     evaluation = evaluate(Expectation(steps=load_golden(path), mode="strict", args_mode="exact"), run)
     assert evaluation.passed, evaluation.details()
     assert evaluation.score == 1.0
@@ -141,15 +143,6 @@ def test_compact_steps_quotes_names_yaml_would_misread(tmp_path: Path, name: str
     path = tmp_path / "g.yaml"
     path.write_text(compact_steps(run))
     assert [step.name for step in load_golden(path)] == [name]
-
-
-def test_compact_steps_pass_strict_exact_against_their_run(tmp_path: Path) -> None:
-    """compact_steps output, saved as a golden file, passes strict + exact like dump_steps output."""
-    run = _weather_run()
-    path = tmp_path / "compact.yaml"
-    path.write_text(compact_steps(run))
-    evaluation = evaluate(Expectation(steps=load_golden(path), mode="strict", args_mode="exact"), run)
-    assert evaluation.passed, evaluation.details()
 
 
 def test_compact_steps_falls_back_for_nan() -> None:
