@@ -11,7 +11,10 @@ from typing import Any
 
 from .errors import SourceError, SuiteErrors, TrajrunError
 from .expected import Expectation
+from .golden import compact_steps, dump_steps, load_golden
+from .match import evaluate
 from .results import CaseResult, CheckFailure, Evaluation
+from .sources import apply_select, load_trajectory, read_trajectory
 from .suite import Case, Source, Suite
 from .trajectory import Trajectory
 
@@ -24,8 +27,6 @@ class SourceCache:
 
     def trajectory(self, source: Source) -> Trajectory:
         """The trajectory of a file or inline source."""
-        from .sources import apply_select, load_trajectory, read_trajectory
-
         if source.file is None:
             doc = source.messages
             if source.select:
@@ -48,7 +49,6 @@ class SourceCache:
 def live_trajectory(source: Source, folder: Path) -> Trajectory:
     """Run a live source once and read what it returned."""
     from .live import call_python, run_command
-    from .sources import apply_select, read_trajectory
 
     if source.command is not None:
         doc, origin = run_command(source.command, folder, source.timeout), source.command
@@ -101,8 +101,6 @@ def _attempt(case: Case, folder: Path, cache: SourceCache, update_golden: bool) 
 
 def _evaluate(case: Case, traj: Trajectory, update_golden: bool) -> Attempt:
     """Evaluate, reading (and where asked, rewriting) the golden file."""
-    from .match import evaluate
-
     if case.golden is None:
         return Attempt(traj, evaluate(case.expect, traj))
     notes: list[str] = []
@@ -124,8 +122,6 @@ def _missing_golden(path: Path) -> str:
 
 def _with_golden(expect: Expectation, path: Path) -> Expectation:
     """The expectation with its steps read from the golden file."""
-    from .golden import load_golden
-
     try:
         return dataclasses.replace(expect, steps=load_golden(path))
     except SuiteErrors as exc:
@@ -134,8 +130,6 @@ def _with_golden(expect: Expectation, path: Path) -> Expectation:
 
 def _write_golden(path: Path, traj: Trajectory, verb: str) -> str:
     """Write the run's steps as the golden file; returns the note for the report."""
-    from .golden import dump_steps
-
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_steps(traj), encoding="utf-8")
     return f"golden file {verb}: {path}"
@@ -198,6 +192,4 @@ def _actual_yaml(traj: Trajectory | None) -> str | None:
     """The actual steps as YAML, one line per call, for JUnit system-out."""
     if traj is None:
         return None
-    from .golden import compact_steps
-
     return compact_steps(traj)

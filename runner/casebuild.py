@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 from .errors import Location, SpecError, SuiteError
 from .expected import ANY_ARGS, ARGS_MODES, FIELD_KINDS, UNSET, Budget, CountBound, FieldRule, Step, ToolRule
+from .matchers import compile_value
 from .yamlload import Marks, Path
 
 STEP_KEYS = ("name", "args", "args_mode", "result", "error")
@@ -130,7 +131,6 @@ class Ctx:
 
     def compiled(self, value: Any, path: Path) -> Any:
         """An expected value with its ``$`` matchers compiled; problems reported at their own path."""
-        from .matchers import compile_value
 
         try:
             return compile_value(value)

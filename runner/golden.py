@@ -69,7 +69,10 @@ def _compact(name: str, args: dict[str, Any] | str) -> str:
     key = name if _PLAIN_NAME.match(name) and is_core_plain_str(name) else json.dumps(name, ensure_ascii=False)
     if isinstance(args, str):
         return f"- {{name: {key}, args: {json.dumps(args, ensure_ascii=False)}}}"
-    return f"- {key}: {json.dumps(_escape(args), ensure_ascii=False, allow_nan=False)}"
+    text = json.dumps(args, ensure_ascii=False, allow_nan=False)
+    if '"$' in text:
+        text = json.dumps(_escape(args), ensure_ascii=False)
+    return f"- {key}: {text}"
 
 
 def _step(name: str, args: dict[str, Any] | str) -> dict[str, Any]:

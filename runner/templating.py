@@ -10,6 +10,8 @@ import re
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Union
 
+from .errors import SpecError
+
 Path = tuple[Union[str, int], ...]
 
 
@@ -108,7 +110,6 @@ def expand_parametrize(spec: Any) -> list[list[tuple[str, Any]]]:
     on a malformed spec.
     """
     from .casebuild import kind as _kind
-    from .errors import SpecError
 
     if isinstance(spec, dict):
         if not spec:
@@ -140,7 +141,6 @@ def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path],
 
     Problems are appended to ``errors`` as ``SpecError`` with the string's path; the string is kept.
     """
-    from .errors import SpecError
 
     if skip(path):
         return value
@@ -231,6 +231,5 @@ def _undefined(exc: Exception, text: str, variables: Mapping[str, Any]) -> Excep
 
 def _spec_error(message: str) -> Exception:
     """A ``SpecError`` (imported late, like everything here but the environment)."""
-    from .errors import SpecError
 
     return SpecError(message)
