@@ -28,10 +28,7 @@ class SourceCache:
     def trajectory(self, source: Source) -> Trajectory:
         """The trajectory of a file or inline source."""
         if source.file is None:
-            doc = source.messages
-            if source.select:
-                doc = apply_select(doc, source.select, "inline messages")
-            return read_trajectory(doc, source.format, origin="inline messages")
+            return _read(source.messages, source, "inline messages")
         key = (source.file, source.format, source.select, source.record)
         if key not in self._cache:
             try:
@@ -55,6 +52,11 @@ def live_trajectory(source: Source, folder: Path) -> Trajectory:
     else:
         assert source.python is not None
         doc, origin = call_python(source.python, source.args, folder), source.python
+    return _read(doc, source, origin)
+
+
+def _read(doc: Any, source: Source, origin: str) -> Trajectory:
+    """A document already in hand (inline, or a live source's output), through ``select`` and the reader."""
     if source.select:
         doc = apply_select(doc, source.select, origin)
     return read_trajectory(doc, source.format, origin=origin)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import click
 
@@ -14,7 +14,7 @@ from .errors import TrajrunError
 EXIT_USAGE = 2
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     """Print an error without a traceback and exit with status 2."""
     click.echo(f"trajrun: error: {message}", err=True)
     sys.exit(EXIT_USAGE)
@@ -97,7 +97,6 @@ def _parse_vars(items: tuple[str, ...]) -> dict[str, Any]:
         return dict(parse_var(item) for item in items)
     except ValueError as exc:
         _fail(str(exc))
-        raise
 
 
 @main.command()

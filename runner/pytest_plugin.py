@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
+from .suite import SUITE_SUFFIXES
+
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
 
     from .case import SourceCache
     from .results import CaseResult
     from .suite import Case, Suite
-
-SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
 
 PYTEST_MARKERS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst", "trylast"})
 

@@ -16,9 +16,7 @@ from .case import SourceCache, run_case
 from .errors import SuiteErrors, TrajrunError
 from .results import CaseResult, RunResult, SuiteResult
 from .select import in_shard, keyword_matcher, marker_matcher
-from .suite import Case, Suite
-
-SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
+from .suite import SUITE_SUFFIXES, Case, Suite
 
 
 class UsageError(TrajrunError):

@@ -8,11 +8,12 @@ from typing import Any, Mapping
 
 from .errors import Location
 from .expected import Expectation
+from .sources import FORMATS as _READABLE
 
-FORMATS: tuple[str, ...] = (
-    "auto", "openai", "openai-responses", "anthropic", "gemini", "bedrock",
-    "langchain", "langgraph", "graph", "otel", "trajectory",
-)
+FORMATS: tuple[str, ...] = ("auto", *_READABLE)
+"""The names a source's ``format`` may take: every format a reader exists for, and ``auto``."""
+SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
+"""What a suite file's name ends with (``trajrun run`` and the pytest plugin collect these)."""
 DEFAULT_TIMEOUT = 300.0
 
 

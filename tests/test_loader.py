@@ -338,3 +338,17 @@ def test_validate_suite_reports_a_broken_golden_file(tmp_path: Path) -> None:
     path = _write(tmp_path, "cases: [{name: g, source: r.json, golden: g.yaml}]\n")
     problems = [str(p) for p in validate_suite(load_suite(path))]
     assert problems == [f"{tmp_path / 'g.yaml'}:1:15: [0].search.q: unknown matcher '$regx' — did you mean '$regex'?"]
+
+
+def test_format_without_a_reader_is_a_load_error(tmp_path: Path) -> None:
+    """`format: otel` (no reader yet) is refused at load time, not when the case runs."""
+    path = _write(tmp_path, """
+cases:
+  - name: traced
+    source: {file: trace.json, format: otel}
+    steps: [search]
+""")
+    assert _errors(path).splitlines() == [
+        f"{path}:4:40: cases[0].source.format: unknown format 'otel'; expected one of auto, graph, langgraph, "
+        "trajectory, anthropic, gemini, bedrock, openai-responses, langchain, openai"
+    ]
