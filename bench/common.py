@@ -11,9 +11,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.expected import Expectation, Step
+from runner.expected import Expectation, steps_of
 from runner.match import evaluate
-from runner.matchers import compile_value
 from runner.sources import read_trajectory
 
 BENCH = Path(__file__).resolve().parent
@@ -57,9 +56,8 @@ def to_messages(calls: list[Call], per_turn: int = 1, tag: str = "c") -> list[di
 
 
 def trajrun_match(mode: str, args_mode: str, outputs: list[Any], reference: list[Any]) -> bool:
-    """trajrun on two message lists, like the peers: read both, expect the reference's calls, match."""
-    ref = read_trajectory(reference)
-    steps = tuple(Step(c.name, compile_value(c.args)) for c in ref.calls)
+    """trajrun on two message lists, like the peers: read both, expect the reference's calls (literally), match."""
+    steps = steps_of(read_trajectory(reference).calls)
     expect = Expectation(steps=steps, mode=mode, args_mode=args_mode)  # type: ignore[arg-type]
     return evaluate(expect, read_trajectory(outputs)).passed
 

@@ -8,13 +8,20 @@ narrowed through an index on one plain-valued key before the full comparison run
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import chain, repeat
+from operator import attrgetter, ne
 from typing import Any, Hashable
 
 from .argrules import ArgRule, args_match, rule_for
 from .expected import ANY_ARGS, UNSET, Expectation, Step
 from .trajectory import ToolCall, Trajectory
-from .values import Matcher, canon, compare_value, flat_match, has_matcher, is_flat, plain_key, same_flat, spec_key
+from .values import FLAT_TYPES, Matcher, canon, compare_value, flat_match, has_matcher, is_flat, plain_key, same_flat, spec_key
 
+_NAME = attrgetter("name")
+_ARGS = attrgetter("args")
+_OWN = attrgetter("args_mode", "result", "error")
+_PLAIN = (None, UNSET, None)
+_DICT_ONLY = frozenset({dict})
 _RAW = "\x00raw"
 _UNSET_SPEC = "\x00unset"
 ANY, SAME, FLAT, GENERAL = range(4)
@@ -113,25 +120,29 @@ class Candidates:
         return self._aligned
 
     def _check_aligned(self) -> bool:
-        """Compute ``aligned`` in one pass over the steps."""
+        """Compute ``aligned``: names, per-step rules and argument types column by column, then the arguments."""
         steps, calls = self.steps, self.calls
-        if len(steps) != len(calls):
+        names = list(map(_NAME, steps))
+        if len(steps) != len(calls) or names != list(map(_NAME, calls)):
             return False
-        modes: dict[str, str] = {}
+        if any(map(ne, map(_OWN, steps), repeat(_PLAIN))):
+            return False
+        expected, actual = list(map(_ARGS, steps)), list(map(_ARGS, calls))
+        if not set(map(type, expected)) <= _DICT_ONLY:
+            return False
+        first = dict(zip(reversed(names), range(len(names) - 1, -1, -1)))
+        modes = {name: _plain_mode(self.rule(index)) for name, index in first.items()}
+        if all(mode == "exact" for mode in modes.values()):
+            return expected == actual and _flat_values(expected) and _flat_values(actual)
         keys: dict[str, Any] = {}
-        for index, step in enumerate(steps):
-            args, call = step.args, calls[index]
-            if step.args_mode is not None or step.result is not UNSET or step.error is not None:
-                return False
-            if step.name != call.name or type(args) is not dict:
-                return False
-            mode = modes.get(step.name) or modes.setdefault(step.name, _plain_mode(self.rule(index)))
+        for name, args, found in zip(names, expected, actual):
+            mode = modes[name]
             if mode == "exact":
-                if not same_flat(args, call.args):
+                if not same_flat(args, found):
                     return False
-            elif mode != "superset" or keys.setdefault(step.name, args.keys()) != args.keys():
+            elif mode != "superset" or keys.setdefault(name, args.keys()) != args.keys():
                 return False
-            elif not flat_match(args, call.args, mode):
+            elif not flat_match(args, found, mode):
                 return False
         return True
 
@@ -289,6 +300,11 @@ class Candidates:
                         absent.append(pos)
             found = self._key_index[(name, key)] = (values, absent)
         return found
+
+
+def _flat_values(maps: list[dict[str, Any]]) -> bool:
+    """Whether every value of every map is a string, a non-boolean number or null (see ``is_flat``)."""
+    return set(map(type, chain.from_iterable(map(dict.values, maps)))) <= FLAT_TYPES
 
 
 def _plain_mode(rule: ArgRule) -> str:

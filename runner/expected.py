@@ -7,10 +7,14 @@ objects where the suite wrote ``{$op: ...}`` maps (see ``runner.matchers.compile
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from itertools import repeat
+from operator import attrgetter
+from typing import Any, Literal, Mapping, NamedTuple
 
 from .errors import Location
+from .trajectory import ToolCall
 
 Mode = Literal["strict", "unordered", "subset", "superset", "in_order"]
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
@@ -40,9 +44,11 @@ UNSET: Any = _Sentinel("UNSET")
 """A step's ``result`` or a case's ``answer`` when the suite did not ask for one."""
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One expected tool call. ``args`` is compiled expected arguments, a raw string, or ``ANY_ARGS``."""
+class Step(NamedTuple):
+    """One expected tool call. ``args`` is compiled expected arguments, a raw string, or ``ANY_ARGS``.
+
+    A named tuple, like ``ToolCall``: immutable, and cheap to build by the thousand from a reference run.
+    """
 
     name: str
     args: Any = ANY_ARGS
@@ -50,6 +56,22 @@ class Step:
     result: Any = UNSET
     error: bool | None = None
     loc: Location | None = None
+
+
+def steps_of(calls: Iterable[ToolCall]) -> tuple[Step, ...]:
+    """Steps expecting recorded calls as made: each call's name and arguments, taken literally.
+
+    The reference-run form of ``steps`` (agentevals' ``reference_outputs``): the arguments are data,
+    so a map with ``$`` keys compares as a map and is never read as a matcher.
+    """
+    calls = tuple(calls)
+    rows = zip(map(_NAME, calls), map(_ARGS, calls), repeat(None), repeat(UNSET), repeat(None), repeat(None))
+    return tuple(map(_TUPLE_NEW, repeat(Step), rows))
+
+
+_NAME = attrgetter("name")
+_ARGS = attrgetter("args")
+_TUPLE_NEW = tuple.__new__
 
 
 @dataclass(frozen=True, slots=True)

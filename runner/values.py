@@ -89,7 +89,7 @@ def scalar_equal(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
-_FLAT = frozenset({str, int, float, type(None)})
+FLAT_TYPES = frozenset({str, int, float, type(None)})
 
 
 class _HasMatcher(Exception):
@@ -104,7 +104,7 @@ def canon(value: Any) -> Hashable:
     t = type(value)
     if t is dict:
         for v in value.values():
-            if type(v) not in _FLAT:
+            if type(v) not in FLAT_TYPES:
                 return (_DICT_TAG, frozenset([(k, canon(v)) for k, v in value.items()]))
         return (_DICT_TAG, frozenset(value.items()))
     if t is str or t is int or t is float or value is None:
@@ -123,7 +123,7 @@ def is_flat(value: Any) -> bool:
     if type(value) is not dict:
         return False
     for v in value.values():
-        if type(v) not in _FLAT:
+        if type(v) not in FLAT_TYPES:
             return False
     return True
 
@@ -134,7 +134,7 @@ def same_flat(expected: dict[str, Any], actual: Any) -> bool:
         return False
     for key, value in expected.items():
         found = actual.get(key, MISSING)
-        if type(value) not in _FLAT or type(found) not in _FLAT or not (found is value or found == value):
+        if type(value) not in FLAT_TYPES or type(found) not in FLAT_TYPES or not (found is value or found == value):
             return False
     return True
 
@@ -144,7 +144,7 @@ def flat_match(expected: dict[str, Any], actual: Any, rule: str) -> bool:
     if not isinstance(actual, dict):
         return False
     for key, value in expected.items():
-        if type(value) not in _FLAT:
+        if type(value) not in FLAT_TYPES:
             return False
         if key in actual:
             found = actual[key]

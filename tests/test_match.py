@@ -289,3 +289,23 @@ def test_ten_thousand_identical_partial_steps() -> None:
     steps = [step("search", {"q": f"q{i}"}) for i in reversed(range(2000))]
     assert check(steps, run(*calls), mode="unordered", args_mode="superset").passed
     assert check(steps, run(*calls, parallel=True), mode="strict", args_mode="superset").passed
+
+
+def test_steps_of_a_reference_run_take_arguments_literally() -> None:
+    """A reference run's calls become steps whose `$`-keyed maps are data, not matchers; the run matches itself."""
+    from runner.expected import steps_of
+    from runner.sources import read_trajectory
+
+    messages = [
+        {"role": "user", "content": "find it"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "query", "arguments": '{"filter": {"$gt": 3}}'}},
+            {"id": "b", "type": "function", "function": {"name": "fetch", "arguments": "not json"}},
+        ]},
+    ]  # fmt: skip
+    reference = read_trajectory(messages)
+    steps = steps_of(reference.calls)
+    assert steps == (Step("query", {"filter": {"$gt": 3}}), Step("fetch", "not json"))
+    assert evaluate(Expectation(steps=steps), reference).passed
+    other = run(("query", {"filter": 4}), ("fetch", "not json"))
+    assert not evaluate(Expectation(steps=steps, mode="unordered"), other).passed

@@ -63,6 +63,32 @@ def test_pairing_by_id_then_order_and_name() -> None:
     assert [c.result for c in t.calls] == ["second", "first-waiting", "fetched"]
 
 
+def test_result_pairs_only_with_calls_made_before_it() -> None:
+    """A result naming an id of a later call, or repeating a taken id, falls back to order and name."""
+    b = Builder()
+    b.turn()
+    b.call("search", "{}", "c1")
+    b.result("early", call_id="c2", name="search")
+    b.result("again", call_id="c1")
+    b.call("search", "{}", "c2")
+    b.result("late", call_id="c2")
+    t = b.finish("openai")
+    assert [c.result for c in t.calls] == ["early", "late"]
+    assert [c.has_result for c in t.calls] == [True, True]
+
+
+def test_list_or_mapping_ids_pair_by_order() -> None:
+    """An id that is not a JSON scalar cannot key a lookup: the result pairs by order and name instead."""
+    b = Builder()
+    b.turn()
+    b.call("search", "{}", ["c1"])
+    b.call("fetch", "{}", {"id": 2})
+    b.result("fetched", call_id={"id": 2}, name="fetch")
+    b.result("found", call_id=["c1"], name="search")
+    t = b.finish("openai")
+    assert [c.result for c in t.calls] == ["found", "fetched"]
+
+
 def test_run_level_usage_wins() -> None:
     """A run-level usage replaces the sum of the turns."""
     b = Builder()

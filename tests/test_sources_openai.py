@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from runner.errors import SourceError
 from runner.sources import load_trajectory, read_trajectory
 from runner.trajectory import Usage
 
@@ -113,3 +116,10 @@ def test_empty_list_is_an_empty_trajectory() -> None:
     """``[]`` reads as a run with no calls, no turns and no usage."""
     t = read_trajectory([])
     assert (t.calls, t.turns, t.usage, t.answer, t.format) == ((), 0, None, None, "openai")
+
+
+def test_malformed_tool_calls_are_a_clear_source_error() -> None:
+    """``tool_calls`` that is not a list, or holds a non-mapping, names the message instead of crashing."""
+    for calls, reason in ((5, "item 0 has 'tool_calls' that is not a list"), ([7], "a 'tool_calls' entry is not a mapping")):
+        with pytest.raises(SourceError, match=reason):
+            read_trajectory([{"role": "assistant", "content": "", "tool_calls": calls}], "openai")

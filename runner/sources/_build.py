@@ -6,7 +6,6 @@ the contract fixes for all formats, so no reader decodes, pairs or sums on its o
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -145,25 +144,22 @@ def make_usage(raw: Any, inputs: Iterable[str], outputs: Iterable[str]) -> Usage
 class Builder:
     """Collects one run's turns, calls and results in history order and builds the Trajectory.
 
-    Results pair with calls by id first, then by order and name (the first call of that name
-    still waiting for a result), then by order alone when the result names no tool. Calls are
-    kept as columns and their arguments decoded in :meth:`finish`, so a reader that gives up
-    half-way (format detection) never pays for decoding; the order-and-name queues are built
-    only when some result cannot pair by id.
+    Results pair with calls made before them: by id first, then by order and name (the first call
+    of that name still waiting for a result), then by order alone when the result names no tool.
+    Calls and results are only recorded as the reader walks; names are checked, arguments decoded
+    and results paired in :meth:`finish`, each in one pass, so a reader that gives up half-way
+    (format detection) pays for none of it and the per-call cost while walking stays small.
     """
 
-    __slots__ = ("_names", "_args", "_ids", "_turns", "_results", "_errors", "_by_id", "_queues", "_queued",
-                 "_usages", "answer")  # fmt: skip
+    __slots__ = ("_names", "_args", "_ids", "_turns", "_pending", "_queues", "_queued", "_usages", "answer")
 
     def __init__(self) -> None:
         """Start with no turns and no calls."""
-        self._names: list[str] = []
+        self._names: list[Any] = []
         self._args: list[Any] = []
         self._ids: list[Any] = []
         self._turns: list[int] = []
-        self._results: dict[int, Any] = {}
-        self._errors: dict[int, bool] = {}
-        self._by_id: dict[Any, int] = {}
+        self._pending: list[tuple[Any, Any, Any, bool | None, int]] = []
         self._queues: dict[Any, deque[int]] = {}
         self._queued = 0
         self._usages: list[Usage | None] = []
@@ -182,89 +178,81 @@ class Builder:
 
     def call(self, name: Any, args: Any, call_id: Any = None) -> None:
         """Add a tool call to the current turn (starting one if the history opened with a call)."""
-        names = self._names
-        if not isinstance(name, str):
-            raise NotThisFormat(f"tool call {len(names)} has no string name")
         usages = self._usages
         if not usages:
             usages.append(None)
-        if call_id is not None:
-            self._by_id.setdefault(call_id, len(names))
-        names.append(name)
+        self._names.append(name)
         self._args.append(args)
         self._ids.append(call_id)
         self._turns.append(len(usages) - 1)
 
     def result(self, content: Any, call_id: Any = None, name: Any = None, error: bool | None = None) -> None:
-        """Pair a tool result with its call; a result that pairs with nothing is ignored."""
-        index = self._by_id.get(call_id) if call_id is not None else None
-        if index is None or index in self._results:
-            index = self._next_waiting(name)
-            if index is None:
-                return
-        self._results[index] = content
-        if error is not None:
-            self._errors[index] = error
-
-    def _next_waiting(self, name: Any) -> int | None:
-        """Pop the first call still without a result: of tool ``name``, or of any tool when ``name`` is None."""
-        queues = self._queues
-        names = self._names
-        for index in range(self._queued, len(names)):
-            queues.setdefault(names[index], deque()).append(index)
-            queues.setdefault(None, deque()).append(index)
-        self._queued = len(names)
-        queue = queues.get(name)
-        while queue:
-            index = queue.popleft()
-            if index not in self._results:
-                return index
-        return None
+        """Record a tool result; :meth:`finish` pairs it with a call made before it, or drops it."""
+        self._pending.append((content, call_id, name, error, len(self._names)))
 
     def finish(self, fmt: str, run_usage: Usage | None = None) -> Trajectory:
         """The Trajectory: a run-level usage wins, else the turns' usage summed when every turn has one."""
-        count = len(self._names)
+        names = self._names
+        if not all(map(isinstance, names, repeat(str))):
+            bad = next(i for i, name in enumerate(names) if not isinstance(name, str))
+            raise NotThisFormat(f"tool call {bad} has no string name")
+        count = len(names)
         results: list[Any] = [None] * count
         has_result = [False] * count
         errors: list[bool | None] = [None] * count
-        for index, content in self._results.items():
-            results[index] = result_content(content) if isinstance(content, list) else content
-            has_result[index] = True
-        for index, error in self._errors.items():
-            errors[index] = error
-        columns = (self._names, _decode_all(self._args), self._ids, self._turns, range(count),
-                   results, has_result, errors)  # fmt: skip
+        if self._pending:
+            self._pair(results, has_result, errors)
+        columns = (names, _decode_all(self._args), self._ids, self._turns, range(count), results, has_result, errors)
         usage = run_usage if run_usage is not None else _sum_usage(self._usages)
-        return Trajectory(_make_calls(count, columns), len(self._usages), usage, self.answer, None, fmt)
+        return Trajectory(_make_calls(columns), len(self._usages), usage, self.answer, None, fmt)
 
+    def _pair(self, results: list[Any], has_result: list[bool], errors: list[bool | None]) -> None:
+        """Fill the result columns: each recorded result, in history order, with the call it pairs with."""
+        first = _first_index(self._ids)
+        for content, call_id, name, error, known in self._pending:
+            index = known if call_id is None or type(call_id) in _UNHASHABLE else first.get(call_id, known)
+            if index >= known or has_result[index]:
+                index = self._next_waiting(name, known, has_result)
+                if index is None:
+                    continue
+            results[index] = result_content(content) if type(content) is list else content
+            has_result[index] = True
+            if error is not None:
+                errors[index] = error
 
-def _make_calls(count: int, columns: tuple[Any, ...]) -> tuple[ToolCall, ...]:
-    """``ToolCall`` objects from columns in field order.
-
-    A frozen dataclass sets each field through ``object.__setattr__`` (about 1 µs a call); filling
-    the slots column by column through their C-level descriptors costs half that. Falls back to
-    the constructor if ``ToolCall`` ever gains fields, defaults or a ``__post_init__`` this does not know.
-    """
-    if _CALL_SLOTS is None:
-        return tuple(map(ToolCall, *columns))
-    calls = [_NEW(ToolCall) for _ in range(count)]
-    for setter, column in zip(_CALL_SLOTS, columns):
-        _CONSUME(map(setter, calls, column))
-    return tuple(calls)
-
-
-def _call_slots() -> tuple[Any, ...] | None:
-    """The slot setters of ``ToolCall`` in :meth:`Builder.finish`'s column order, or None if its shape changed."""
-    names = tuple(f.name for f in dataclasses.fields(ToolCall))
-    if names != _CALL_FIELDS or hasattr(ToolCall, "__post_init__") or not hasattr(ToolCall, "__slots__"):
+    def _next_waiting(self, name: Any, known: int, has_result: list[bool]) -> int | None:
+        """Pop the first of the first ``known`` calls still without a result: of tool ``name``, or any when None."""
+        queues = self._queues
+        names = self._names
+        for index in range(self._queued, known):
+            queues.setdefault(names[index], deque()).append(index)
+            queues.setdefault(None, deque()).append(index)
+        self._queued = max(self._queued, known)
+        queue = queues.get(name)
+        while queue:
+            index = queue.popleft()
+            if not has_result[index]:
+                return index
         return None
-    return tuple(getattr(ToolCall, name).__set__ for name in names)
 
 
-_CALL_FIELDS = ("name", "args", "id", "turn", "position", "result", "has_result", "error")
-_CALL_SLOTS = _call_slots()
-_NEW = object.__new__
-_CONSUME = deque(maxlen=0).extend
+def _first_index(ids: list[Any]) -> dict[Any, int]:
+    """The index of each id's first call; an id that is a list or a mapping (not JSON scalar) never pairs."""
+    try:
+        return dict(zip(reversed(ids), range(len(ids) - 1, -1, -1)))
+    except TypeError:
+        return {i: k for k, i in reversed(list(enumerate(ids))) if type(i) not in _UNHASHABLE}
+
+
+_UNHASHABLE = (list, dict)
+
+
+def _make_calls(columns: tuple[Any, ...]) -> tuple[ToolCall, ...]:
+    """``ToolCall`` tuples from columns in field order, each row passed to ``tuple.__new__`` at C speed."""
+    return tuple(map(_TUPLE_NEW, repeat(ToolCall), zip(*columns)))
+
+
+_TUPLE_NEW = tuple.__new__
 
 
 def _sum_usage(usages: list[Usage | None]) -> Usage | None:

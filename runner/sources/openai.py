@@ -18,17 +18,23 @@ def read(doc: Any, *, auto: bool = False) -> Trajectory:
     """Read Chat Completions messages; every item needs a ``role``. The generic last resort of detection."""
     messages, usage = _messages(doc)
     builder = Builder()
-    result = builder.result
+    result, add = builder.result, builder.call
     for i, message in enumerate(messages):
-        role = message.get("role") if isinstance(message, dict) else None
+        role = message.get("role") if type(message) is dict else None
         if role == "tool":
             result(message.get("content"), message.get("tool_call_id"), message.get("name"))
         elif role == "assistant":
             content = message.get("content")
             builder.turn(text_of(content) if content else None)
             calls = message.get("tool_calls")
-            if calls:
-                _calls(builder.call, calls)
+            if calls and type(calls) is not list:
+                raise NotThisFormat(f"item {i} has 'tool_calls' that is not a list")
+            for call in calls or ():
+                spec = call.get("function") if type(call) is dict else None
+                if type(spec) is dict and "arguments" in spec:
+                    add(spec.get("name"), spec["arguments"], call.get("id"))
+                else:
+                    _call(add, call)
             legacy = message.get("function_call")
             if isinstance(legacy, dict):
                 builder.call(legacy.get("name"), legacy.get("arguments"))
@@ -53,14 +59,13 @@ def _messages(doc: Any) -> tuple[list[Any], Any]:
     return messages, None
 
 
-def _calls(add: Callable[..., None], calls: Any) -> None:
-    """An assistant message's ``tool_calls``, function or custom, each added with ``add`` (``Builder.call``)."""
-    for call in calls:
-        if not isinstance(call, dict):
-            raise NotThisFormat("a 'tool_calls' entry is not a mapping")
-        spec = call.get("function") or call.get("custom")
-        if isinstance(spec, dict):
-            args = spec.get("arguments", _ABSENT)
-            add(spec.get("name"), spec.get("input") if args is _ABSENT else args, call.get("id"))
-        else:
-            add(call.get("name"), call.get("args", call.get("arguments")), call.get("id"))
+def _call(add: Callable[..., None], call: Any) -> None:
+    """One ``tool_calls`` entry other than a function call with ``arguments``: custom, or a loose shape."""
+    if not isinstance(call, dict):
+        raise NotThisFormat("a 'tool_calls' entry is not a mapping")
+    spec = call.get("function") or call.get("custom")
+    if isinstance(spec, dict):
+        args = spec.get("arguments", _ABSENT)
+        add(spec.get("name"), spec.get("input") if args is _ABSENT else args, call.get("id"))
+    else:
+        add(call.get("name"), call.get("args", call.get("arguments")), call.get("id"))

@@ -20,8 +20,8 @@ _SKIPPED = frozenset({"item_reference", "compaction"})
 def read(doc: Any, *, auto: bool = False) -> Trajectory:
     """Read Responses items; detection (``auto``) needs at least one typed item."""
     items, usage = _items(doc)
-    if auto and not any(isinstance(item, dict) and "type" in item for item in items):
-        raise NotThisFormat("no typed items (function_call, message, …)")
+    if auto:
+        _require_typed(items)
     builder = Builder()
     in_turn = False
     for i, item in enumerate(items):
@@ -29,6 +29,17 @@ def read(doc: Any, *, auto: bool = False) -> Trajectory:
             raise NotThisFormat(f"item {i} is not a mapping")
         in_turn = _item(builder, item, i, in_turn)
     return builder.finish(FORMAT, usage)
+
+
+def _require_typed(items: list[Any]) -> None:
+    """Detection needs a typed item before any Chat Completions message (role ``tool`` or ``tool_calls``)."""
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            if "type" in item:
+                return
+            if "tool_calls" in item or item.get("role") == "tool":
+                raise NotThisFormat(f"item {i} is a Chat Completions message ('tool_calls' or role 'tool')")
+    raise NotThisFormat("no typed items (function_call, message, …)")
 
 
 def _items(doc: Any) -> tuple[list[Any], Any]:
