@@ -3,6 +3,7 @@
 Two workloads per mode and argument rule: 1,000 matches of 200-call trajectories (50 distinct
 pairs, cycled) and one 1,000-call trajectory against itself. trajrun's time includes reading both
 message lists (format auto-detected) and building the expectation from the reference's calls.
+``floor`` is no matcher but a cost reference: the bare walk-decode-compare any pure-Python tool must do.
 The peers run ``peer_matches`` of the 1,000 per timing run (they are slow); their figure is scaled
 to 1,000 and the table says so. Usage: ``python bench/bench_match.py [--runs 5] [--peer-matches 50]``.
 """
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ARGS, MODES, all_matchers, median_of, partial, random_calls, save, to_messages  # noqa: E402
+from common import ARGS, MODES, all_matchers, floor_match, partial, random_calls, save, timed, to_messages  # noqa: E402
 
 
 def pairs(n_calls: int, count: int, args: str, seed: int) -> list[tuple[list, list]]:
@@ -30,15 +33,27 @@ def pairs(n_calls: int, count: int, args: str, seed: int) -> list[tuple[list, li
     return out
 
 
-def time_workload(func, inputs: list[tuple[list, list]], matches: int, runs: int) -> tuple[tuple[float, float], bool]:
-    """Median (CPU, wall) seconds of ``matches`` matches cycling through ``inputs``, and the verdict on the first input."""
-    verdict = func(*inputs[0])
+def batch(func: Callable[..., bool], inputs: list[tuple[list, list]], matches: int) -> Callable[[], None]:
+    """``matches`` matches cycling through ``inputs``, as one timed call."""
 
-    def batch() -> None:
+    def run() -> None:
         for i in range(matches):
             func(*inputs[i % len(inputs)])
 
-    return median_of(batch, runs), verdict
+    return run
+
+
+def interleaved(batches: dict[str, Callable[[], None]], runs: int) -> dict[str, tuple[float, float]]:
+    """Median (CPU, wall) seconds per tool, the tools' runs interleaved so a slow spell on a shared machine hits all.
+
+    Each timed run follows an untimed one of the same tool, so no tool pays for the caches the previous one left cold.
+    """
+    samples: dict[str, list[tuple[float, float]]] = {tool: [] for tool in batches}
+    for _ in range(runs):
+        for tool, run in batches.items():
+            run()
+            samples[tool].append(timed(run))
+    return {tool: (statistics.median(s[0] for s in got), statistics.median(s[1] for s in got)) for tool, got in samples.items()}
 
 
 def main() -> None:
@@ -53,17 +68,20 @@ def main() -> None:
         small = pairs(200, 50, args, seed=7)
         big = pairs(1000, 1, args, seed=8)
         for mode in MODES:
-            for tool, func in all_matchers(mode, ARGS[args]).items():
-                n = opts.matches if tool == "trajrun" else opts.peer_matches
-                t_small, ok_small = time_workload(func, small, n, opts.runs)
-                t_big, ok_big = time_workload(func, big, 1, opts.runs)
+            tools = {**all_matchers(mode, ARGS[args]), "floor": floor_match}
+            counts = {tool: opts.peer_matches if tool in ("agentevals", "openevals") else opts.matches for tool in tools}
+            t_small = interleaved({tool: batch(f, small, counts[tool]) for tool, f in tools.items()}, opts.runs)
+            t_big = interleaved({tool: batch(f, big, 1) for tool, f in tools.items()}, opts.runs)
+            for tool, func in tools.items():
+                n = counts[tool]
                 row = {"mode": mode, "args": args, "tool": tool, "measured_matches": n,
-                       "cpu_s_per_1000x200": t_small[0] * 1000 / n, "wall_s_per_1000x200": t_small[1] * 1000 / n,
-                       "verdict_200": ok_small, "cpu_s_1000_calls": t_big[0], "wall_s_1000_calls": t_big[1],
-                       "verdict_1000": ok_big}
+                       "cpu_s_per_1000x200": t_small[tool][0] * 1000 / n, "wall_s_per_1000x200": t_small[tool][1] * 1000 / n,
+                       "verdict_200": func(*small[0]), "cpu_s_1000_calls": t_big[tool][0], "wall_s_1000_calls": t_big[tool][1],
+                       "verdict_1000": func(*big[0])}
                 rows.append(row)
                 print(f"{args:8} {mode:10} {tool:11} 1000x200: {row['cpu_s_per_1000x200']:8.3f} s cpu"
-                      f" ({ok_small})  1x1000: {t_big[0] * 1000:9.1f} ms cpu ({ok_big})", flush=True)
+                      f" ({row['verdict_200']})  1x1000: {row['cpu_s_1000_calls'] * 1000:9.1f} ms cpu ({row['verdict_1000']})",
+                      flush=True)
     save("match", {"runs": opts.runs, "matches": opts.matches, "peer_matches": opts.peer_matches, "rows": rows})
 
 

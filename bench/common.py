@@ -8,6 +8,8 @@ import platform
 import random
 import statistics
 import time
+from itertools import repeat
+from json.scanner import make_scanner
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,6 +22,7 @@ DATA = BENCH / "data"
 OUT = BENCH / "out"
 MODES = ("strict", "unordered", "subset", "superset")
 ARGS = {"exact": "exact", "partial": "superset"}
+_SCAN = make_scanner(json.JSONDecoder())
 TOOLS = ("search", "get_forecast", "book_flight", "send_email", "lookup_user", "create_event", "translate", "calc")
 Call = tuple[str, dict[str, Any]]
 
@@ -60,6 +63,28 @@ def trajrun_match(mode: str, args_mode: str, outputs: list[Any], reference: list
     steps = steps_of(read_trajectory(reference).calls)
     expect = Expectation(steps=steps, mode=mode, args_mode=args_mode)  # type: ignore[arg-type]
     return evaluate(expect, read_trajectory(outputs)).passed
+
+
+def floor_match(outputs: list[Any], reference: list[Any]) -> bool:
+    """The least any pure-Python matcher of two OpenAI message lists does: not a matcher, a cost reference.
+
+    Walks both lists taking each call's name and ``json.loads`` of its arguments (through the C
+    scanner, as trajrun does), then compares the calls in order, the reference's keys only. No
+    results, turns, ids, format detection, argument rules or modes.
+    """
+    (names, got), (ref_names, want) = _names_and_args(outputs), _names_and_args(reference)
+    return names == ref_names and all(all(a.get(k) == v for k, v in w.items()) for a, w in zip(got, want))
+
+
+def _names_and_args(messages: list[Any]) -> tuple[list[str], list[Any]]:
+    """Every tool call's name and decoded arguments, in order."""
+    names, raws = [], []
+    for message in messages:
+        if message["role"] == "assistant":
+            for call in message.get("tool_calls") or ():
+                names.append(call["function"]["name"])
+                raws.append(call["function"]["arguments"])
+    return names, [value for value, _ in map(_SCAN, raws, repeat(0))]
 
 
 def peer_evaluators(mode: str, args_mode: str) -> dict[str, Callable[[list[Any], list[Any]], bool]]:

@@ -20,20 +20,21 @@ def _ok(met: bool) -> str:
 
 
 def match_tables(data: dict) -> list[str]:
-    """Per mode and argument rule: CPU seconds of each tool, and agentevals/trajrun ratios (target 30x)."""
-    lines = ["| args | mode | trajrun 1000×200 | agentevals | openevals | agentevals ÷ trajrun | openevals ÷ trajrun | target ≥ 30× |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    big = ["| args | mode | trajrun 1×1000 | agentevals | openevals | agentevals ÷ trajrun | openevals ÷ trajrun | target ≥ 30× |",
-           "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    """Per mode and argument rule: CPU seconds of each tool, agentevals/trajrun ratios (target 30x), and the floor."""
+    head = "| agentevals ÷ trajrun | openevals ÷ trajrun | target ≥ 30× | floor | agentevals ÷ floor |"
+    rule = "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"
+    lines = ["| args | mode | trajrun 1000×200 | agentevals | openevals " + head, rule]
+    big = ["| args | mode | trajrun 1×1000 | agentevals | openevals " + head, rule]
     rows = {(r["args"], r["mode"], r["tool"]): r for r in data["rows"]}
     for args in ("exact", "partial"):
         for mode in MODES:
-            t, a, o = (rows[(args, mode, tool)] for tool in ("trajrun", "agentevals", "openevals"))
+            t, a, o, f = (rows[(args, mode, tool)] for tool in ("trajrun", "agentevals", "openevals", "floor"))
             for table, key, unit, scale in ((lines, "cpu_s_per_1000x200", "s", 1), (big, "cpu_s_1000_calls", "ms", 1000)):
                 ra, ro = a[key] / t[key], o[key] / t[key]
                 verdicts = "".join("" if r[f"verdict_{'200' if table is lines else '1000'}"] else " (says False)" for r in (a,))
                 table.append(f"| {args} | {mode} | {t[key] * scale:.2f} {unit} | {a[key] * scale:.2f} {unit}{verdicts} | "
-                             f"{o[key] * scale:.2f} {unit} | {ra:.1f}× | {ro:.1f}× | {_ok(ra >= 30)} |")
+                             f"{o[key] * scale:.2f} {unit} | {ra:.1f}× | {ro:.1f}× | {_ok(ra >= 30)} | "
+                             f"{f[key] * scale:.2f} {unit} | {a[key] / f[key]:.1f}× |")
     return lines + [""] + big
 
 

@@ -169,3 +169,15 @@ def test_readme_output_is_current(failing_run: subprocess.CompletedProcess[str])
     documented = SUMMARY.findall(readme)
     assert len(documented) == 6
     assert documented == SUMMARY.findall(failing_run.stdout)
+
+
+def test_readme_library_snippet_runs() -> None:
+    """The README's "As a library" block runs as written: a run matches itself, a reordered copy with an extra call fails."""
+    block = re.search(r"## As a library.*?```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    assert block, "README has no Python block under 'As a library'"
+    messages = json.loads((ROOT / "suites" / "runs" / "weather" / "paris_tokyo.json").read_text(encoding="utf-8"))
+    exec(block.group(1), {"reference_messages": messages, "output_messages": messages})
+    extra = [*messages, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "x", "type": "function", "function": {"name": "get_forecast", "arguments": '{"city": "Oslo"}'}}]}]  # fmt: skip
+    with pytest.raises(AssertionError, match="steps"):
+        exec(block.group(1), {"reference_messages": messages, "output_messages": extra})
