@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import platform
@@ -87,17 +88,27 @@ def _names_and_args(messages: list[Any]) -> tuple[list[str], list[Any]]:
     return names, [value for value, _ in map(_SCAN, raws, repeat(0))]
 
 
-def peer_evaluators(mode: str, args_mode: str) -> dict[str, Callable[[list[Any], list[Any]], bool]]:
-    """agentevals' and openevals' ``create_trajectory_match_evaluator`` as ``f(outputs, reference) -> bool``."""
-    os.environ.setdefault("LANGSMITH_TRACING", "false")
-    from agentevals.trajectory.match import create_trajectory_match_evaluator as agentevals_create
-    from openevals.trajectory.match import create_trajectory_match_evaluator as openevals_create
+PEERS = ("agentevals", "openevals")
 
-    out = {}
-    for name, create in (("agentevals", agentevals_create), ("openevals", openevals_create)):
-        evaluator = create(trajectory_match_mode=mode, tool_args_match_mode=args_mode)
-        out[name] = lambda o, r, e=evaluator: bool(e(outputs=o, reference_outputs=r)["score"])
-    return out
+
+def matcher(tool: str, mode: str, args_mode: str) -> Callable[[list[Any], list[Any]], bool]:
+    """One tool as ``f(outputs, reference) -> bool``, importing only that tool: trajrun, floor or a peer.
+
+    A peer is its ``create_trajectory_match_evaluator(trajectory_match_mode=…, tool_args_match_mode=…)``.
+    """
+    if tool == "trajrun":
+        return lambda o, r: trajrun_match(mode, args_mode, o, r)
+    if tool == "floor":
+        return floor_match
+    os.environ.setdefault("LANGSMITH_TRACING", "false")
+    create = importlib.import_module(f"{tool}.trajectory.match").create_trajectory_match_evaluator
+    evaluator = create(trajectory_match_mode=mode, tool_args_match_mode=args_mode)
+    return lambda o, r: bool(evaluator(outputs=o, reference_outputs=r)["score"])
+
+
+def peer_evaluators(mode: str, args_mode: str) -> dict[str, Callable[[list[Any], list[Any]], bool]]:
+    """agentevals' and openevals' evaluators (see ``matcher``)."""
+    return {peer: matcher(peer, mode, args_mode) for peer in PEERS}
 
 
 def all_matchers(mode: str, args_mode: str) -> dict[str, Callable[[list[Any], list[Any]], bool]]:
