@@ -241,14 +241,14 @@ def _first_index(ids: list[Any]) -> dict[Any, int]:
     try:
         return dict(zip(reversed(ids), range(len(ids) - 1, -1, -1)))
     except TypeError:
-        return {i: k for k, i in reversed(list(enumerate(ids))) if type(i) not in _UNHASHABLE}
+        return {call_id: index for index, call_id in reversed(list(enumerate(ids))) if type(call_id) not in _UNHASHABLE}
 
 
 _UNHASHABLE = (list, dict)
 
 
 def _make_calls(columns: tuple[Any, ...]) -> tuple[ToolCall, ...]:
-    """``ToolCall`` tuples from columns in field order, each row passed to ``tuple.__new__`` at C speed."""
+    """``ToolCall`` tuples from columns in ``ToolCall._fields`` order, each row passed to ``tuple.__new__`` at C speed."""
     return tuple(map(_TUPLE_NEW, repeat(ToolCall), zip(*columns)))
 
 
