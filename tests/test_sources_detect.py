@@ -95,3 +95,13 @@ def test_message_dict_with_tool_calls_is_no_trajectory() -> None:
     msg = {"type": "ai", "content": "", "tool_calls": calls}
     t = read_trajectory(msg)
     assert (t.format, t.calls[0].args) == ("langchain", {"x": 1})
+
+
+def test_chat_list_with_a_broken_call_names_why_responses_does_not_fit() -> None:
+    """Responses detection stops at the first Chat Completions message instead of scanning for a typed item."""
+    chat = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "function": {"name": 3, "arguments": "{}"}}]},
+    ]
+    assert "  openai-responses: item 1 is a Chat Completions message ('tool_calls' or role 'tool')\n" in _error(chat)
+    assert "  openai: tool call 0 has no string name\n" in _error(chat)
