@@ -48,7 +48,7 @@ _MARKERS = pytest.StashKey[set[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--trajrun-var K=V`` and the ``trajrun_collect`` ini option."""
+    """Add ``--trajrun-var K=V``, ``--trajrun-update-golden`` and the ``trajrun_collect`` ini option."""
     group = parser.getgroup("trajrun", "trajrun suites (*.suite.yaml)")
     group.addoption(
         "--trajrun-var",
@@ -57,6 +57,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="trajrun_vars",
         metavar="K=V",
         help="set a template variable for every suite (repeatable), like `trajrun run --var`",
+    )
+    group.addoption(
+        "--trajrun-update-golden",
+        action="store_true",
+        dest="trajrun_update_golden",
+        help="rewrite golden files that are missing or whose steps check failed, like `trajrun run --update-golden`",
     )
     parser.addini("trajrun_collect", "collect *.suite.yaml files as tests (default true)", type="bool", default=True)
 
@@ -159,7 +165,9 @@ class CaseItem(pytest.Item):
 
         cache = self.config.stash.setdefault(_CACHE, SourceCache())
         cid = case_id(self.config.rootpath, self.path, self.case.name)
-        self.result = run_case(self.case, self.suite, cid, cache)
+        self.result = run_case(self.case, self.suite, cid, cache, self.config.getoption("trajrun_update_golden"))
+        if self.result.notes:
+            self.add_report_section("setup", "trajrun", "\n".join(f"note: {note}" for note in self.result.notes))
         if self.result.outcome == "error":
             raise CaseErrorException(self.result)
 

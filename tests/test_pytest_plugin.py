@@ -245,3 +245,30 @@ def test_xdist_runs_suites(project: pytest.Pytester) -> None:
     """``-n 2`` spreads the cases over two workers with the same outcomes."""
     result = project.runpytest_subprocess("-n", "2")
     result.assert_outcomes(passed=1, failed=2, errors=1, skipped=1, xfailed=1)
+
+
+GOLDEN = """\
+suite: recorded
+cases:
+  - name: paris
+    source: runs/paris.json
+    golden: golden/paris.yaml
+"""
+
+
+def test_update_golden_writes_missing_and_failing_golden_files(project: pytest.Pytester) -> None:
+    """Without the flag a missing golden file is an error; with it the file is written, noted, and then passes."""
+    (project.path / "recorded.suite.yaml").write_text(GOLDEN, encoding="utf-8")
+    golden = project.path / "golden" / "paris.yaml"
+    project.runpytest("-k", "paris").assert_outcomes(errors=1)
+    assert not golden.exists()
+
+    created = project.runpytest("-k", "paris", "--trajrun-update-golden", "-rA")
+    created.assert_outcomes(passed=1)
+    created.stdout.fnmatch_lines(["*note: golden file*created*"])
+    assert [step["search"] for step in yaml.safe_load(golden.read_text(encoding="utf-8"))[:1]] == [{"q": "paris"}]
+
+    golden.write_text("- search: {q: tokyo}\n- get_forecast: {city: Tokyo}\n", encoding="utf-8")
+    project.runpytest("-k", "paris").assert_outcomes(failed=1)
+    project.runpytest("-k", "paris", "--trajrun-update-golden").assert_outcomes(passed=1)
+    project.runpytest("-k", "paris").assert_outcomes(passed=1)
