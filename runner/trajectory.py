@@ -49,8 +49,12 @@ class ToolCall(NamedTuple):
     error: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of one call in ``trajrun show -o json``."""
-        return {
+        """The JSON shape of one call in ``trajrun show -o json``.
+
+        A tool that returned ``null`` also gets ``"has_result": true``, so reading the shape back
+        tells it from a call with no recorded result (both write ``"result": null``).
+        """
+        out = {
             "name": self.name,
             "args": self.args,
             "id": self.id,
@@ -58,6 +62,9 @@ class ToolCall(NamedTuple):
             "result": self.result if self.has_result else None,
             "error": self.error,
         }
+        if self.has_result and self.result is None:
+            out["has_result"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,11 +59,15 @@ def test_round_trip_keeps_raw_args_results_errors_usage_and_nodes() -> None:
         ToolCall("search", {"q": "x", "n": 1.5}, "c1", 0, 0, [{"type": "image"}], True, False),
         ToolCall("search", "not json", "c2", 0, 1, {"rows": [1, 2]}, True, True),
         ToolCall("book", {}, None, 2, 2),
+        ToolCall("cancel", {}, "c4", 2, 3, None, True, None),
     )
     original = Trajectory(calls, 3, Usage(120, 30), "booked", (("agent", "tools"), ("agent",), ("agent",)), "langgraph")
-    again = read_trajectory(original.to_dict())
+    data = original.to_dict()
+    assert [("has_result" in c, c["result"]) for c in data["tool_calls"][2:]] == [(False, None), (True, None)]
+    again = read_trajectory(data)
     assert again == original
     assert (again.calls[1].args, again.calls[1].error, again.usage) == ("not json", True, Usage(120, 30))
+    assert [c.has_result for c in again.calls[2:]] == [False, True]
 
 
 def test_unknown_format_name_in_the_document_becomes_trajectory() -> None:

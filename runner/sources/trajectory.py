@@ -1,8 +1,9 @@
 """trajrun's own trajectory (``trajrun show -o json``) and the Elixir LangChain ``Trajectory.to_map`` shape.
 
-Own shape: ``{tool_calls: [{name, args, id?, turn?, result?, error?}], turns?, usage?, answer?,
-nodes?, format?}``; what ``Trajectory.to_dict()`` writes reads back equal (a ``format`` naming a
-known format is kept, so a round trip keeps where the run came from). A call without ``turn``
+Own shape: ``{tool_calls: [{name, args, id?, turn?, result?, error?, has_result?}], turns?, usage?,
+answer?, nodes?, format?}`` (``has_result: true`` marks a recorded ``null`` result); what
+``Trajectory.to_dict()`` writes reads back equal (a ``format`` naming a known format is kept, so a
+round trip keeps where the run came from). A call without ``turn``
 is its own turn. Elixir shape: ``{messages, tool_calls, token_usage: {input, output}, metadata}``;
 its ``messages`` give turns, results and error flags (paired by order and name: it has no ids).
 """
@@ -42,8 +43,9 @@ def _own(doc: dict[str, Any]) -> Trajectory:
         result = result_content(raw.get("result"))
         error = raw.get("error")
         args = decode_args(raw.get("args", raw.get("arguments")))
+        has_result = result is not None or raw.get("has_result") is True
         calls.append(
-            ToolCall(raw["name"], args, raw.get("id"), turn, position, result, result is not None,
+            ToolCall(raw["name"], args, raw.get("id"), turn, position, result, has_result,
                      error if isinstance(error, bool) else None)
         )  # fmt: skip
     turns = doc.get("turns")
