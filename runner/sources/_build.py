@@ -215,7 +215,7 @@ class Builder:
                 index = self._next_waiting(name, known, has_result)
                 if index is None:
                     continue
-            results[index] = result_content(content) if type(content) is list else content
+            results[index] = result_content(content) if isinstance(content, list) else content
             has_result[index] = True
             if error is not None:
                 errors[index] = error

@@ -20,14 +20,14 @@ def read(doc: Any, *, auto: bool = False) -> Trajectory:
     builder = Builder()
     result, add = builder.result, builder.call
     for i, message in enumerate(messages):
-        role = message.get("role") if type(message) is dict else None
+        role = message.get("role") if isinstance(message, dict) else None
         if role == "tool":
             result(message.get("content"), message.get("tool_call_id"), message.get("name"))
         elif role == "assistant":
             content = message.get("content")
             builder.turn(text_of(content) if content else None)
             calls = message.get("tool_calls")
-            if calls and type(calls) is not list:
+            if calls and not isinstance(calls, (list, tuple)):
                 raise NotThisFormat(f"item {i} has 'tool_calls' that is not a list")
             for call in calls or ():
                 spec = call.get("function") if type(call) is dict else None
