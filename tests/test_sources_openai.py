@@ -123,3 +123,13 @@ def test_malformed_tool_calls_are_a_clear_source_error() -> None:
     for calls, reason in ((5, "item 0 has 'tool_calls' that is not a list"), ([7], "a 'tool_calls' entry is not a mapping")):
         with pytest.raises(SourceError, match=reason):
             read_trajectory([{"role": "assistant", "content": "", "tool_calls": calls}], "openai")
+
+
+def test_mapping_subclasses_and_tuples_from_python_sources_read() -> None:
+    """A live Python source may hand back OrderedDicts and tuples; they read like dicts and lists."""
+    from collections import OrderedDict
+
+    call = OrderedDict(id="a", type="function", function=OrderedDict(name="search", arguments='{"q": "x"}'))
+    messages = [OrderedDict(role="assistant", content="", tool_calls=(call,)), OrderedDict(role="tool", tool_call_id="a", content="r")]
+    t = read_trajectory(messages)
+    assert (t.format, [(c.name, c.args, c.result) for c in t.calls]) == ("openai", [("search", {"q": "x"}, "r")])
