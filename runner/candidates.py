@@ -15,7 +15,9 @@ from typing import Any, Hashable
 from .argrules import ArgRule, args_match, rule_for
 from .expected import ANY_ARGS, UNSET, Expectation, Step
 from .trajectory import ToolCall, Trajectory
-from .values import FLAT_TYPES, Matcher, canon, compare_value, flat_match, has_matcher, is_flat, plain_key, same_flat, spec_key
+from .values import (
+    FLAT_TYPES, Matcher, canon, compare_value, flat_match, has_matcher, is_flat, plain_key, same_flat, spec_key,
+)
 
 _NAME = attrgetter("name")
 _ARGS = attrgetter("args")
