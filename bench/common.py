@@ -113,7 +113,7 @@ def peer_evaluators(mode: str, args_mode: str) -> dict[str, Callable[[list[Any],
 
 def all_matchers(mode: str, args_mode: str) -> dict[str, Callable[[list[Any], list[Any]], bool]]:
     """trajrun first, then the peers, each as ``f(outputs, reference) -> bool``."""
-    return {"trajrun": lambda o, r: trajrun_match(mode, args_mode, o, r), **peer_evaluators(mode, args_mode)}
+    return {tool: matcher(tool, mode, args_mode) for tool in ("trajrun", *PEERS)}
 
 
 def timed(func: Callable[[], Any]) -> tuple[float, float]:
