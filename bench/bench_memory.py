@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, random_calls, save, to_messages  # noqa: E402
 from proc import run_measured  # noqa: E402
 
-LOAD = "import sys; from runner.sources import load_trajectory; load_trajectory(sys.argv[1], record=int(sys.argv[2]))"
+LOAD = "import sys; from trajrun import load_trajectory; load_trajectory(sys.argv[1], record=int(sys.argv[2]))"
 
 
 def generate(path: Path, target_bytes: int) -> int:

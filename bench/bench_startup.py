@@ -1,4 +1,4 @@
-"""Start-up: wall time and peak RSS of ``trajrun --version`` and ``import runner``, next to agentevals' import.
+"""Start-up: wall time and peak RSS of ``trajrun --version`` and ``import trajrun``, next to agentevals' import.
 
 Each command runs ``--runs`` times in a fresh process (a warm-up run first, so files are cached);
 medians are reported. Usage: ``python bench/bench_startup.py [--runs 15]``.
@@ -19,12 +19,12 @@ PY = sys.executable
 COMMANDS = {
     "python -c pass (baseline)": [PY, "-c", "pass"],
     "trajrun --version": [str(Path(PY).with_name("trajrun")), "--version"],
-    "python -c 'import runner'": [PY, "-c", "import runner"],
-    "python -c 'import runner.cli'": [PY, "-c", "import runner.cli"],
+    "python -c 'import trajrun'": [PY, "-c", "import trajrun"],
+    "python -c 'import trajrun.cli'": [PY, "-c", "import trajrun.cli"],
     "python -c 'import agentevals.trajectory.match'": [PY, "-c", "import agentevals.trajectory.match"],
     "python -c 'import openevals.trajectory.match'": [PY, "-c", "import openevals.trajectory.match"],
 }
-TARGETS = {"trajrun --version": 0.150, "python -c 'import runner'": 0.100}
+TARGETS = {"trajrun --version": 0.150, "python -c 'import trajrun'": 0.100}
 
 
 def main() -> None:

@@ -14,9 +14,7 @@ from json.scanner import make_scanner
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.expected import Expectation, steps_of
-from runner.match import evaluate
-from runner.sources import read_trajectory
+from trajrun import Expectation, evaluate, read_trajectory, steps_of
 
 BENCH = Path(__file__).resolve().parent
 DATA = BENCH / "data"

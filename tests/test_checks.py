@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.expected import Budget, CountBound, Expectation, Step
-from runner.match import evaluate
-from runner.matchers import compile_value
-from runner.trajectory import ToolCall, Trajectory, Usage
+from trajrun.match.evaluate import evaluate
+from trajrun.match.expectation import Budget, CountBound, Expectation, Step
+from trajrun.match.matchers import compile_value
+from trajrun.trajectory import ToolCall, Trajectory, Usage
 
 
 def run(*names: str, usage: Usage | None = None, answer: str | None = None, nodes: Any = None, turns: int | None = None) -> Trajectory:

@@ -28,10 +28,10 @@ WEATHER_RUN = {
 
 
 def trajrun(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m runner ARGS`` in ``cwd`` with colours off."""
+    """Run ``python -m trajrun ARGS`` in ``cwd`` with colours off."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "runner", *args], cwd=cwd, capture_output=True, text=True, env=full_env, timeout=120
+        [sys.executable, "-m", "trajrun", *args], cwd=cwd, capture_output=True, text=True, env=full_env, timeout=120
     )
 
 

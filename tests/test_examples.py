@@ -19,7 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = sorted((ROOT / "suites").rglob("*.suite.yaml"))
 EXAMPLES = ROOT / "specs" / "examples"
-SCHEMA = ROOT / "runner" / "suite.schema.json"
+SCHEMA = ROOT / "runner" / "trajrun" / "suites" / "suite.schema.json"
 XSD = Path(__file__).parent / "data" / "junit-10.xsd"
 TABLE_HEADER = re.compile(r"^#\s+expected\s+actual\s+verdict\s*$", re.MULTILINE)
 SUMMARY = re.compile(r"^(?:FAILED|ERROR|XPASS) \S.*$", re.MULTILINE)
@@ -29,7 +29,7 @@ def trajrun(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run the trajrun command line as a real subprocess in ``cwd``, colours off, no stray run selection."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("TRAJRUN_")}
     env["NO_COLOR"] = "1"
-    command = [sys.executable, "-c", "from runner.cli import main; main()", *args]
+    command = [sys.executable, "-c", "from trajrun.cli import main; main()", *args]
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -181,3 +181,12 @@ def test_readme_library_snippet_runs() -> None:
         {"id": "x", "type": "function", "function": {"name": "get_forecast", "arguments": '{"city": "Oslo"}'}}]}]  # fmt: skip
     with pytest.raises(AssertionError, match="steps"):
         exec(block.group(1), {"reference_messages": messages, "output_messages": extra})
+
+
+def test_readme_library_suite_snippet_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's second "As a library" block (suites through the public API) runs as written from the repository root."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## As a library", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2, "README's 'As a library' has the reference block and the suites block"
+    monkeypatch.chdir(ROOT)
+    exec(blocks[1], {})

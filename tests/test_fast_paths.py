@@ -5,19 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from runner import match
-from runner.candidates import Candidates
-from runner.expected import MODES, Expectation, Step
-from runner.match import evaluate
-from runner.matchers import compile_value
-from runner.sources import read_trajectory
-from runner.sources._build import Builder, _decode_all, decode_args
-from runner.trajectory import ToolCall, Trajectory
-from runner.values import canon, compare_value, flat_match, is_flat, same_flat
+from trajrun.match.compatibility import Candidates
+from trajrun.match.evaluate import evaluate
+from trajrun.match.expectation import MODES, Expectation, Step
+from trajrun.match.matchers import compile_value
+from trajrun.match.values import canon, compare_value, flat_match, is_flat, same_flat
+from trajrun.sources import read_trajectory
+from trajrun.sources.builder import Builder, _decode_all, decode_args
+from trajrun.trajectory import ToolCall, Trajectory
 
 FLAT_VALUES = st.sampled_from([1, 1.0, 2, 0, -0.0, "1", "a", None, True, False, [1], {"k": 1}])
 MAPS = st.dictionaries(st.sampled_from(["x", "y", "z"]), FLAT_VALUES, max_size=3)
@@ -105,12 +102,9 @@ def _run(calls: list[tuple[str, dict[str, Any], int]]) -> Trajectory:
     return Trajectory(tuple(out), turns=turn + 1)
 
 
-def _general(expect: Expectation, traj: Trajectory, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The steps report with both shortcuts switched off."""
-    with monkeypatch.context() as patch:
-        patch.setattr(Candidates, "aligned", lambda self: False)
-        patch.setattr(match, "_direct_block", lambda cand, start, calls: None)
-        return evaluate(expect, traj).steps
+def _general(expect: Expectation, traj: Trajectory) -> Any:
+    """The steps report with the shortcuts switched off."""
+    return evaluate(expect, traj, shortcuts=False).steps
 
 
 @settings(max_examples=200, deadline=None)
@@ -123,11 +117,10 @@ def test_shortcuts_report_what_the_general_matching_reports(
     steps = [Step(n, {k: v for k, v in a.items() if k == "x"} if project else a) for n, a, _ in calls]
     if swap and len(steps) > 1:
         steps[0], steps[-1] = steps[-1], steps[0]
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        for mode in MODES:
-            expect = Expectation(steps=tuple(steps), mode=mode, args_mode=rule)  # type: ignore[arg-type]
-            fast, slow = evaluate(expect, traj).steps, _general(expect, traj, monkeypatch)
-            assert (fast.passed, fast.score, fast.pairs, fast.detail) == (slow.passed, slow.score, slow.pairs, slow.detail)
+    for mode in MODES:
+        expect = Expectation(steps=tuple(steps), mode=mode, args_mode=rule)  # type: ignore[arg-type]
+        fast, slow = evaluate(expect, traj).steps, _general(expect, traj)
+        assert (fast.passed, fast.score, fast.pairs, fast.detail) == (slow.passed, slow.score, slow.pairs, slow.detail)
 
 
 def test_accepts_agrees_with_candidate_lists() -> None:

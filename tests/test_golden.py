@@ -6,13 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from runner.errors import SuiteErrors
-from runner.expected import ANY_ARGS, Expectation
-from runner.golden import compact_steps, dump_steps, load_golden
-from runner.match import evaluate
-from runner.matchers import Matcher
-from runner.trajectory import ToolCall, Trajectory
+from trajrun.errors import SuiteErrors
+from trajrun.match.evaluate import evaluate
+from trajrun.match.expectation import ANY_ARGS, Expectation
+from trajrun.match.values import Matcher
+from trajrun.suites.golden import compact_steps, dump_steps, load_golden
+from trajrun.trajectory import ToolCall, Trajectory
 
 TRICKY = ["on", "yes", "1e3", "0o17", "2024-05-01", "~", "null", "12:30", "- dash", "#hash", ""]
 

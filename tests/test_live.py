@@ -8,8 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from runner.run import RunOptions, run
+from trajrun.run.runner import RunOptions, run_paths
 
 AGENT = '''
 import asyncio, json, os, sys
@@ -58,7 +57,7 @@ def outcomes(tmp_path: Path, cases: str) -> list[tuple[str, str, str]]:
     (tmp_path / f"{module}.py").write_text(AGENT)
     cases = textwrap.dedent(cases).replace("agent_live:", f"{module}:")
     (tmp_path / "live.suite.yaml").write_text("cases:\n" + textwrap.indent(cases, "  "))
-    result = run([tmp_path], RunOptions(root=tmp_path))
+    result = run_paths([tmp_path], RunOptions(root=tmp_path))
     assert not any(s.load_errors for s in result.suites), result.suites
     return [(c.name, c.outcome, c.message) for c in result.cases]
 

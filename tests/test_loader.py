@@ -7,12 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-from runner import yamlload
-from runner.errors import SuiteErrors
-from runner.expected import ANY_ARGS, UNSET, Budget, CountBound, FieldRule
-from runner.loader import load_suite, validate_suite
-from runner.matchers import Matcher
+from trajrun import yaml_core as yamlload
+from trajrun.errors import SuiteErrors
+from trajrun.match.expectation import ANY_ARGS, UNSET, Budget, CountBound, FieldRule
+from trajrun.match.values import Matcher
+from trajrun.suites.load import load_suite, validate_suite
 
 DATA = Path(__file__).parent / "data"
 INVALID = DATA / "invalid"

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from runner.expected import ANY_ARGS, Expectation, FieldRule, Step, ToolRule
-from runner.match import evaluate, f1
-from runner.matchers import compile_value
-from runner.trajectory import ToolCall, Trajectory
+from trajrun.match.evaluate import evaluate, f1
+from trajrun.match.expectation import ANY_ARGS, Expectation, FieldRule, Step, ToolRule
+from trajrun.match.matchers import compile_value
+from trajrun.trajectory import ToolCall, Trajectory
 
 
 def run(*calls: Any, parallel: bool = False) -> Trajectory:
@@ -293,8 +292,8 @@ def test_ten_thousand_identical_partial_steps() -> None:
 
 def test_steps_of_a_reference_run_take_arguments_literally() -> None:
     """A reference run's calls become steps whose `$`-keyed maps are data, not matchers; the run matches itself."""
-    from runner.expected import steps_of
-    from runner.sources import read_trajectory
+    from trajrun.match.expectation import steps_of
+    from trajrun.sources import read_trajectory
 
     messages = [
         {"role": "user", "content": "find it"},

@@ -6,11 +6,10 @@ from typing import Any, Iterator
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from runner.expected import ANY_ARGS, MODES, Expectation, Step
-from runner.match import evaluate, f1
-from runner.trajectory import ToolCall, Trajectory
-from runner.values import compare_value
+from trajrun.match.evaluate import evaluate, f1
+from trajrun.match.expectation import ANY_ARGS, MODES, Expectation, Step
+from trajrun.match.values import compare_value
+from trajrun.trajectory import ToolCall, Trajectory
 
 NAMES = ["search", "book", "pay"]
 VALUES = [1, 1.0, 2, True, "a", None]

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from runner.errors import CheckError, SpecError
-from runner.matchers import Matcher, compile_value
-from runner.values import canon, compare_value
+from trajrun.errors import CheckError, SpecError
+from trajrun.match.matchers import compile_value
+from trajrun.match.values import Matcher, canon, compare_value
 
 
 def holds(spec: object, actual: object) -> bool:

@@ -76,8 +76,8 @@ def test_failing_case_fails_with_message_and_table(project: pytest.Pytester) -> 
 
 def test_failure_report_is_the_cli_case_report(project: pytest.Pytester) -> None:
     """The failure body is what ``trajrun run`` prints for the case: message, then the details lines."""
-    from runner.case import SourceCache, run_case
-    from runner.loader import load_suite
+    from trajrun.run.execute import SourceCache, run_case
+    from trajrun.suites.load import load_suite
 
     suite = load_suite(project.path / "weather.suite.yaml")
     case = next(c for c in suite.cases if c.name == "wrong_city")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 
 import pytest
-
-from runner.reports.console import ConsoleReporter, render_summary, rule, use_color
-from runner.results import CaseResult, CheckFailure, Evaluation, RunResult, SuiteResult
+from trajrun.match.verdict import CheckFailure, Evaluation
+from trajrun.reports.console import ConsoleReporter, render_summary, rule, use_color
+from trajrun.run.results import CaseResult, RunResult, SuiteResult
 
 TABLE = (
     "steps: 1 missing\n"

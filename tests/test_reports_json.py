@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from runner.reports import json as json_report
-from runner.results import CaseResult, CheckFailure, Evaluation, RunResult, SuiteResult
-from runner.trajectory import ToolCall, Trajectory, Usage
+from trajrun.match.verdict import CheckFailure, Evaluation
+from trajrun.reports import json_report
+from trajrun.run.results import CaseResult, RunResult, SuiteResult
+from trajrun.trajectory import ToolCall, Trajectory, Usage
 
 W = "suites/weather.suite.yaml"
 BAD = "suites/bad.suite.yaml"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import xmlschema
 from junitparser import Error, Failure, JUnitXml, Skipped
-
-from runner.reports import junit
-from runner.results import CaseResult, CheckFailure, Evaluation, RunResult, SuiteResult
-from runner.trajectory import ToolCall, Trajectory, Usage
+from trajrun.match.verdict import CheckFailure, Evaluation
+from trajrun.reports import junit
+from trajrun.run.results import CaseResult, RunResult, SuiteResult
+from trajrun.trajectory import ToolCall, Trajectory, Usage
 
 XSD = xmlschema.XMLSchema(Path(__file__).parent / "data" / "junit-10.xsd")
 W = "suites/weather.suite.yaml"

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from runner.loader import schema_text
-from runner.yamlload import YamlProblem, decode_utf8, load_text
+from trajrun.suites.schema import schema_text
+from trajrun.yaml_core import YamlProblem, decode_utf8, load_text
 
 ROOT = Path(__file__).parent.parent
-SCHEMA_FILE = ROOT / "runner" / "suite.schema.json"
+SCHEMA_FILE = ROOT / "runner" / "trajrun" / "suites" / "suite.schema.json"
 INVALID = Path(__file__).parent / "data" / "invalid"
 VALID = Path(__file__).parent / "data" / "valid"
 

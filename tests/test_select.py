@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from runner.select import ExpressionError, in_shard, keyword_matcher, marker_matcher, parse_shard
+from trajrun.run.selection import ExpressionError, in_shard, keyword_matcher, marker_matcher, parse_shard
 
 IDS = [
     "suites/weather.suite.yaml::paris",

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from runner.sources import load_trajectory, read_trajectory
-from runner.trajectory import Usage
+from trajrun.sources import load_trajectory, read_trajectory
+from trajrun.trajectory import Usage
 
 DATA = Path(__file__).parent / "data"
 SDK = DATA / "samples" / "anthropic" / "sdk_message_model_dump.json"

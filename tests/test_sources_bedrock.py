@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.sources import load_trajectory, read_trajectory
-from runner.trajectory import Usage
+from trajrun.sources import load_trajectory, read_trajectory
+from trajrun.trajectory import Usage
 
 DATA = Path(__file__).parent / "data"
 CASSETTE = DATA / "samples" / "bedrock_converse" / "pydantic_ai_cassette_tooluse_error_result.json"

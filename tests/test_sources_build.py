@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from runner.sources._build import Builder, decode_args, make_usage, result_content
-from runner.trajectory import Usage
+from trajrun.sources.builder import Builder, decode_args, make_usage, result_content
+from trajrun.trajectory import Usage
 
 
 @pytest.mark.parametrize(

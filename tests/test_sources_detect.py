@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from runner.errors import SourceError
-from runner.sources import load_trajectory, read_trajectory
+from trajrun.errors import SourceError
+from trajrun.sources import load_trajectory, read_trajectory
 
 SAMPLES = Path(__file__).parent / "data" / "samples"
 

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from runner.errors import SourceError
-from runner.sources import apply_select, load_document, load_trajectory
-from runner.sources.documents import _parsed
+from trajrun.errors import SourceError
+from trajrun.sources import apply_select, load_document, load_trajectory
+from trajrun.sources.documents import _parsed
 
 SAMPLES = Path(__file__).parent / "data" / "samples"
 RETRY = SAMPLES / "openai_chat" / "pydantic_ai_cassette_tool_retry.json"
@@ -68,16 +67,19 @@ def test_invalid_yaml_names_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("a: [1, 2\nb: c\n")
     assert _message(path) == (
-        f"{path}: invalid YAML at line 2, column 2: did not find expected ',' or ']' (while parsing a flow "
-        "sequence); check the indentation and quoting there"
+        f"{path}: invalid YAML at line 2, column 2: while parsing a flow sequence did not find expected ',' or ']'; "
+        "check the indentation and quoting there"
     )
 
 
 def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
-    """A python object tag is refused by the safe loader."""
+    """A python object tag is refused before anything is constructed."""
     path = tmp_path / "evil.yml"
     path.write_text("!!python/object/apply:os.system ['true']\n")
-    assert _message(path).startswith(f"{path}: invalid YAML at line 1, column 1: could not determine a constructor")
+    assert _message(path) == (
+        f"{path}: YAML at line 1, column 1: tag !!python/object/apply:os.system is not allowed: trajrun reads plain "
+        "YAML values only (strings, numbers, true/false, null, lists, maps); remove the tag"
+    )
 
 
 def test_unsupported_suffix(tmp_path: Path) -> None:

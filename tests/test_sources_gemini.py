@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from runner.errors import SourceError
-from runner.sources import load_document, load_trajectory, read_trajectory
-from runner.trajectory import Usage
+from trajrun.errors import SourceError
+from trajrun.sources import load_document, load_trajectory, read_trajectory
+from trajrun.trajectory import Usage
 
 DATA = Path(__file__).parent / "data"
 CASSETTE = DATA / "samples" / "gemini" / "pydantic_ai_cassette_gemini2_then_openai.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.sources import load_document, load_trajectory, read_trajectory
+from trajrun.sources import load_document, load_trajectory, read_trajectory
 
 SAMPLE = Path(__file__).parent / "data" / "samples" / "agentevals" / "extracted_thread_trajectory_two_turns.json"
 

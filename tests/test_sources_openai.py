@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from runner.errors import SourceError
-from runner.sources import load_trajectory, read_trajectory
-from runner.trajectory import Usage
+from trajrun.errors import SourceError
+from trajrun.sources import load_trajectory, read_trajectory
+from trajrun.trajectory import Usage
 
 DATA = Path(__file__).parent / "data"
 RETRY = DATA / "samples" / "openai_chat" / "pydantic_ai_cassette_tool_retry.json"

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from runner.sources import FORMATS, load_trajectory, read_trajectory
+from trajrun.sources import FORMATS, load_trajectory, read_trajectory
 
 DATA = Path(__file__).parent / "data"
 

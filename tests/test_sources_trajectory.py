@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.sources import load_trajectory, read_trajectory
-from runner.trajectory import ToolCall, Trajectory, Usage
+from trajrun.sources import load_trajectory, read_trajectory
+from trajrun.trajectory import ToolCall, Trajectory, Usage
 
 DATA = Path(__file__).parent / "data"
 ELIXIR = DATA / "samples" / "elixir_langchain" / "trajectory_to_map_golden.json"

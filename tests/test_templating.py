@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from runner.errors import SpecError
-from runner.templating import (
+from trajrun.errors import SpecError
+from trajrun.match.expressions import compile_expression, environment
+from trajrun.suites.templating import (
     case_name,
-    compile_expression,
-    environment,
     expand_parametrize,
     merge_defaults,
     parse_var,

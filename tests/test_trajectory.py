@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner.trajectory import ToolCall, Trajectory, Usage
+from trajrun.trajectory import ToolCall, Trajectory, Usage
 
 
 def traj() -> Trajectory:

@@ -1,0 +1,78 @@
+"""trajrun: check an agent's tool-call trajectory against YAML suites, report as JUnit.
+
+The public library API. Names load on first use, so ``import trajrun`` stays cheap::
+
+    import trajrun
+
+    suite = trajrun.load_suite("suites/weather.suite.yaml")
+    result = trajrun.run_suite(suite)                  # or trajrun.run_paths(["suites/"]) like `trajrun run`
+    traj = trajrun.load_trajectory("runs/paris.json")  # any format, detected
+    evaluation = trajrun.evaluate(suite.cases[0].expect, traj)
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_WHERE = {
+    # trajectories: the normal form and its readers
+    "Trajectory": "trajrun.trajectory",
+    "ToolCall": "trajrun.trajectory",
+    "Usage": "trajrun.trajectory",
+    "read_trajectory": "trajrun.sources",
+    "load_trajectory": "trajrun.sources",
+    "FORMATS": "trajrun.sources",
+    # expectations and their evaluation
+    "Expectation": "trajrun.match.expectation",
+    "Step": "trajrun.match.expectation",
+    "steps_of": "trajrun.match.expectation",
+    "evaluate": "trajrun.match.evaluate",
+    "Evaluation": "trajrun.match.verdict",
+    # suites and runs
+    "Suite": "trajrun.suites.model",
+    "Case": "trajrun.suites.model",
+    "load_suite": "trajrun.suites.load",
+    "run_paths": "trajrun.run.runner",
+    "run_suite": "trajrun.run.runner",
+    "RunOptions": "trajrun.run.runner",
+    "RunResult": "trajrun.run.results",
+    "SuiteResult": "trajrun.run.results",
+    "CaseResult": "trajrun.run.results",
+    # errors
+    "TrajrunError": "trajrun.errors",
+    "SuiteErrors": "trajrun.errors",
+    "SourceError": "trajrun.errors",
+}
+
+__all__ = ["__version__", *_WHERE]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trajrun' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names, for completion."""
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from .errors import SourceError, SuiteErrors, TrajrunError
+    from .match.evaluate import evaluate
+    from .match.expectation import Expectation, Step, steps_of
+    from .match.verdict import Evaluation
+    from .run.results import CaseResult, RunResult, SuiteResult
+    from .run.runner import RunOptions, run_paths, run_suite
+    from .sources import FORMATS, load_trajectory, read_trajectory
+    from .suites.load import load_suite
+    from .suites.model import Case, Suite
+    from .trajectory import ToolCall, Trajectory, Usage

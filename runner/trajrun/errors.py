@@ -1,0 +1,116 @@
+"""Errors trajrun reports to users: each names where (file, line, column, key path) and what."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a value came from: a file, a 1-based line and column, and a key path like ``cases[2].steps[0]``."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+    path: str = ""
+
+    def __str__(self) -> str:
+        head = self.file
+        if self.line:
+            head += f":{self.line}:{self.column}" if self.column else f":{self.line}"
+        return f"{head}: {self.path}" if self.path else head
+
+
+class TrajrunError(Exception):
+    """Base of every error trajrun reports without a traceback."""
+
+
+class SuiteError(TrajrunError):
+    """A problem in a suite file, printed as ``file:line:column: key.path: message``."""
+
+    def __init__(self, message: str, loc: Location | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+
+    def __str__(self) -> str:
+        return f"{self.loc}: {self.message}" if self.loc else self.message
+
+
+class SuiteErrors(TrajrunError):
+    """Every error found in one suite file, so a user fixes them all in one pass."""
+
+    def __init__(self, errors: list[SuiteError]) -> None:
+        super().__init__("\n".join(str(e) for e in errors))
+        self.errors = tuple(errors)
+
+
+class SourceError(TrajrunError):
+    """A message source that cannot be read: names the file and says what was expected and found."""
+
+    def __init__(self, message: str, file: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.message}" if self.file else self.message
+
+
+class SpecError(TrajrunError):
+    """A malformed expectation (unknown ``$`` operator, mixed keys); ``path`` is relative to the value."""
+
+    def __init__(self, message: str, path: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+class CheckError(TrajrunError):
+    """A check that cannot be evaluated on this run (no usage for a token budget, a ``compare`` that raised)."""
+
+
+_SIMPLE_KEY = re.compile(r"^[A-Za-z_$][\w$-]*$")
+
+
+
+def format_path(path: tuple[str | int, ...]) -> str:
+    """``('cases', 2, 'steps', 0)`` as ``cases[2].steps[0]``; odd keys are quoted (``tools["$.a.b"]``)."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _SIMPLE_KEY.match(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(part)}]"
+    return out
+
+
+
+def kind(value: Any) -> str:
+    """A value's kind in YAML words, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {'true' if value else 'false'}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, (list, dict)):
+        noun = "list" if isinstance(value, list) else "map"
+        return f"an empty {noun}" if not value else f"a {noun}"
+    return type(value).__name__
+
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` — did you mean 'x'?`` for the closest choice, or ``; expected one of a, b`` when none is close."""
+    choices = list(choices)
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" — did you mean '{close[0]}'?" if close else f"; expected one of {', '.join(choices)}"

@@ -1,0 +1,161 @@
+"""The checks beside the steps: never, before, calls, budget, nodes, answer.
+
+Each takes the expectation, the run and a list to which it appends a sentence for every part
+that cannot be evaluated on this run; it returns its failures (none when it holds).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable
+
+from ..errors import CheckError
+from ..trajectory import Trajectory
+from .expectation import UNSET, CountBound, Expectation
+from .values import Matcher, compare_value, render_value
+from .verdict import CheckFailure
+
+Check = Callable[[Expectation, Trajectory, list[str]], list[CheckFailure]]
+
+
+def check_never(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
+    """No forbidden tool was called; the detail says where each one was."""
+    called = [name for name in expect.never if traj.calls_named(name)]
+    if not called:
+        return []
+    lines = [f"{c.name} called at turn {c.turn}, position {c.position}" for name in called for c in traj.calls_named(name)]
+    return [CheckFailure("never", ", ".join(called), "\n".join(lines))]
+
+
+def check_before(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
+    """Each ``[a, b]``: some call of ``a`` is in an earlier turn than some call of ``b``."""
+    broken, lines = [], []
+    for first, then in expect.before:
+        if traj.called_before(first, then):
+            continue
+        broken.append(f"{first} before {then}")
+        lines.append(_before_detail(traj, first, then))
+    return [CheckFailure("before", ", ".join(broken), "\n".join(lines))] if broken else []
+
+
+def _before_detail(traj: Trajectory, first: str, then: str) -> str:
+    """Why ``[first, then]`` does not hold: a tool never called, or the turns."""
+    missing = [name for name in (first, then) if not traj.calls_named(name)]
+    if missing:
+        return f"{first} before {then}: {' and '.join(missing)} never called"
+    a = min(c.turn for c in traj.calls_named(first))
+    b = max(c.turn for c in traj.calls_named(then))
+    return f"{first} before {then}: first {first} at turn {a}, last {then} at turn {b}"
+
+
+def check_calls(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
+    """Per-tool call counts within their inclusive bounds."""
+    broken = [_count_problem(name, len(traj.calls_named(name)), bound) for name, bound in expect.calls.items()]
+    problems = [p for p in broken if p]
+    return [CheckFailure("calls", ", ".join(problems), "\n".join(problems))] if problems else []
+
+
+def _count_problem(name: str, count: int, bound: CountBound) -> str:
+    """The sentence for a count outside its bounds, or empty."""
+    times = f"{count} time{'s' if count != 1 else ''}"
+    if bound.min is not None and bound.min == bound.max and count != bound.min:
+        return f"{name} called {times}, expected {bound.min}"
+    if bound.max is not None and count > bound.max:
+        return f"{name} called {times}, max {bound.max}"
+    if bound.min is not None and count < bound.min:
+        return f"{name} called {times}, min {bound.min}"
+    return ""
+
+
+def check_budget(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
+    """Calls, turns and tokens within their inclusive upper bounds."""
+    budget = expect.budget
+    if budget is None:
+        return []
+    figures = [("calls", budget.calls, len(traj.calls)), ("turns", budget.turns, traj.turns)]
+    if budget.tokens is not None:
+        if traj.usage is None:
+            errors.append(
+                f"budget: tokens: {budget.tokens} cannot be checked: the {traj.format} source records no token usage "
+                "(or some turn lacks it); remove the token bound or use a source that records usage"
+            )
+        else:
+            figures.append(("tokens", budget.tokens, traj.usage.total_tokens))
+    bounded = [(name, limit, value) for name, limit, value in figures if limit is not None]
+    over = [f"{name} {value} > {limit}" for name, limit, value in bounded if value > limit]
+    return [CheckFailure("budget", ", ".join(over), _budget_table(bounded))] if over else []
+
+
+def _budget_table(rows: list[tuple[str, int, int]]) -> str:
+    """Each bounded figure against its limit, aligned: ``calls  limit 2  actual 3  OVER``."""
+    width = max(len(name) for name, _, _ in rows)
+    digits = max(len(str(n)) for _, limit, value in rows for n in (limit, value))
+    return "\n".join(
+        f"{name.ljust(width)}  limit {str(limit).rjust(digits)}  actual {str(value).rjust(digits)}  "
+        f"{'OVER' if value > limit else 'ok'}"
+        for name, limit, value in rows
+    )
+
+
+def check_nodes(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
+    """Graph nodes per turn, the mode applied turn by turn (turns aligned by index)."""
+    if expect.nodes is None:
+        return []
+    if traj.nodes is None:
+        errors.append(f"nodes: the {traj.format} source has no graph steps; `nodes` needs a graph trajectory (agentevals steps)")
+        return []
+    if len(expect.nodes) != len(traj.nodes):
+        summary = f"{len(expect.nodes)} turns expected, {len(traj.nodes)} found"
+        return [CheckFailure("nodes", summary, _nodes_table(expect.nodes, traj.nodes))]
+    bad = [t for t, (e, a) in enumerate(zip(expect.nodes, traj.nodes)) if not nodes_match(expect.mode, e, a)]
+    if not bad:
+        return []
+    summary = ", ".join(f"turn {t} differs" for t in bad[:3]) + (f" (+{len(bad) - 3})" if len(bad) > 3 else "")
+    return [CheckFailure("nodes", summary, _nodes_table(expect.nodes, traj.nodes))]
+
+
+def nodes_match(mode: str, expected: tuple[str, ...], actual: tuple[str, ...]) -> bool:
+    """One turn's node names under a match mode."""
+    if mode == "strict":
+        return tuple(expected) == tuple(actual)
+    if mode == "in_order":
+        rest = iter(actual)
+        return all(any(name == got for got in rest) for name in expected)
+    want, got = Counter(expected), Counter(actual)
+    if mode == "superset":
+        return not (want - got)
+    if mode == "subset":
+        return not (got - want)
+    return want == got
+
+
+def _nodes_table(expected: tuple[tuple[str, ...], ...], actual: tuple[tuple[str, ...], ...]) -> str:
+    """Expected and actual nodes, one line per turn."""
+    lines = []
+    for turn in range(max(len(expected), len(actual))):
+        exp = ", ".join(expected[turn]) if turn < len(expected) else "-"
+        act = ", ".join(actual[turn]) if turn < len(actual) else "-"
+        lines.append(f"turn {turn}: expected [{exp}], got [{act}]")
+    return "\n".join(lines)
+
+
+def check_answer(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
+    """The final assistant text satisfies the matcher or equals the value."""
+    if expect.answer is UNSET:
+        return []
+    if traj.answer is None:
+        errors.append("answer: the run has no assistant message with text, so `answer` cannot be checked")
+        return []
+    try:
+        ok = compare_value(expect.answer, traj.answer, "exact")
+    except CheckError as exc:
+        errors.append(f"answer: {exc}")
+        return []
+    if ok:
+        return []
+    wanted = expect.answer.describe() if isinstance(expect.answer, Matcher) else render_value(expect.answer, 200)
+    detail = f"expected: {wanted}\nactual:   {render_value(traj.answer, 200)}"
+    return [CheckFailure("answer", "answer differs", detail)]
+
+
+OTHER_CHECKS: tuple[Check, ...] = (check_never, check_before, check_calls, check_budget, check_nodes, check_answer)

@@ -1,0 +1,85 @@
+"""The steps check: match modes over the compatibility graph, the partial-credit score, ``evaluate``.
+
+``unordered``, ``superset`` and ``subset`` use a maximum matching (never a greedy pairing).
+``strict`` and ``in_order`` respect turns: calls of one turn are parallel, so each turn takes a
+block of consecutive steps matched to its calls by a maximum matching; the longest feasible block
+per turn is optimal (taking more steps earlier never hurts later turns).
+"""
+
+from __future__ import annotations
+
+from ..errors import CheckError
+from ..trajectory import Trajectory
+from .checks import OTHER_CHECKS
+from .compatibility import Candidates
+from .expectation import UNSET, Expectation
+from .pairing import max_size, pair
+from .steps_report import StepsReport, build_report
+from .verdict import CheckFailure, Evaluation
+
+
+def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True) -> Evaluation:
+    """Evaluate every check of a case on one run.
+
+    Failures come in check order (steps, never, before, calls, budget, nodes, answer); checks
+    that cannot be evaluated give a sentence in ``errors`` instead. ``shortcuts=False`` turns off
+    the fast paths of the steps check (the equivalence tests compare both ways; the result is the same).
+    """
+    failures: list[CheckFailure] = []
+    errors: list[str] = []
+    report: StepsReport | None = None
+    if expect.steps is not None:
+        try:
+            report, failure = check_steps(expect, traj, shortcuts=shortcuts)
+        except CheckError as exc:
+            errors.append(f"steps: {exc}")
+        else:
+            failures.extend([failure] if failure else [])
+    for check in OTHER_CHECKS:
+        failures.extend(check(expect, traj, errors))
+    return Evaluation(tuple(failures), tuple(errors), report.score if report else None, report)
+
+
+def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True) -> tuple[StepsReport, CheckFailure | None]:
+    """Run the steps check; raises ``CheckError`` when it cannot be evaluated on this run."""
+
+    _require_recorded(expect, traj)
+    cand = Candidates(expect, traj, shortcuts=shortcuts)
+    pairs, mode_ok = pair(expect.mode, cand)
+    total = None if mode_ok and expect.threshold is None else max_size(cand)
+    score = 1.0 if total is None else f1(expect.mode, total, len(cand.steps), len(cand.calls))
+    passed = mode_ok if expect.threshold is None else score >= expect.threshold
+    in_order = expect.mode in ("strict", "in_order")
+    order_only = not mode_ok and in_order and total == len(cand.steps) and (expect.mode == "in_order" or total == len(cand.calls))
+    report = build_report(expect, cand, pairs, passed, score, order_only)
+    if passed:
+        return report, None
+    return report, CheckFailure("steps", report.summary, report.detail)
+
+
+def _require_recorded(expect: Expectation, traj: Trajectory) -> None:
+    """A ``result`` or ``error`` the source never records makes the check impossible."""
+    steps = expect.steps or ()
+    if all(s.result is UNSET and s.error is None for s in steps):
+        return
+    with_result = [i for i, s in enumerate(steps) if s.result is not UNSET]
+    if with_result and not traj.records_results:
+        raise CheckError(
+            f"step {with_result[0]} ({steps[with_result[0]].name}) expects a `result`, but this run recorded "
+            "no tool results; remove `result` or use a source that keeps tool messages"
+        )
+    with_error = [i for i, s in enumerate(steps) if s.error is not None]
+    if with_error and not traj.records_errors:
+        raise CheckError(
+            f"step {with_error[0]} ({steps[with_error[0]].name}) expects `error`, but format '{traj.format}' "
+            "records no per-call error flag; remove `error` from the step"
+        )
+
+
+def f1(mode: str, matched: int, n_expected: int, n_actual: int) -> float:
+    """The F1 score of a matching; superset/in_order count precision 1, subset recall 1."""
+    precision = 1.0 if mode in ("superset", "in_order") or not n_actual else matched / n_actual
+    recall = 1.0 if mode == "subset" or not n_expected else matched / n_expected
+    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+

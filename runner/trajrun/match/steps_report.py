@@ -1,0 +1,265 @@
+"""The human diff of the steps check: an aligned table, then each unmatched step's nearest call.
+
+Plain text, no colour (the console adds it). Rows follow the actual run's order with missing
+steps placed after the step before them; argument maps are compact JSON cut at about 60 chars.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..trajectory import ToolCall
+from .argrules import args_match
+from .compatibility import Candidates
+from .expectation import ANY_ARGS, UNSET, Expectation, Step
+from .pairing import Pairs
+from .values import MISSING, Diff, Matcher, compare_value, render_value
+
+MAX_NEAREST = 20
+MAX_SCAN = 50
+MAX_ROWS = 100
+MAX_DIFFS = 10
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+Row = tuple[int | None, int | None, str]
+
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """The closest actual call to an unmatched expected step, and how it differs."""
+
+    step: int
+    call: int | None
+    diffs: tuple[str, ...] = ()
+    note: str = ""
+
+
+
+@dataclass(frozen=True, slots=True)
+class StepsReport:
+    """The steps check in detail: pairs, missing steps, unexpected calls, nearest candidates.
+
+    ``detail`` is the human diff (aligned table, then each unmatched step's nearest call); it is
+    empty when the check passed.
+    """
+
+    mode: str
+    passed: bool
+    score: float
+    summary: str = ""
+    pairs: tuple[tuple[int, int], ...] = ()
+    missing: tuple[int, ...] = ()
+    unexpected: tuple[int, ...] = ()
+    nearest: tuple[Nearest, ...] = ()
+    detail: str = ""
+    expected_steps: tuple[Step, ...] = field(default=(), repr=False, compare=False)
+    actual_calls: tuple[ToolCall, ...] = field(default=(), repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe data for the JSON report."""
+        return {
+            "mode": self.mode,
+            "passed": self.passed,
+            "score": self.score,
+            "summary": self.summary,
+            "pairs": [{"step": s, "call": c} for s, c in self.pairs],
+            "missing": [{"step": s, "expected": step_label(self.expected_steps[s])} for s in self.missing],
+            "unexpected": [{"call": c, "actual": call_label(self.actual_calls[c])} for c in self.unexpected],
+            "nearest": [{"step": n.step, "call": n.call, "diffs": list(n.diffs), "note": n.note} for n in self.nearest],
+        }
+
+
+
+def build_report(expect: Expectation, cand: Candidates, pairs: Pairs, passed: bool, score: float, order_only: bool) -> StepsReport:
+    """The steps report; the table and nearest candidates only when the check failed."""
+    n, m = len(cand.steps), len(cand.calls)
+    missing = () if len(pairs) == n else tuple(i for i in range(n) if i not in pairs)
+    unexpected = () if len(pairs) == m else _unpaired(m, set(pairs.values()))
+    base = dict(
+        mode=expect.mode, passed=passed, score=score, pairs=tuple(sorted(pairs.items())), missing=missing,
+        unexpected=unexpected, expected_steps=tuple(cand.steps), actual_calls=tuple(cand.calls),
+    )
+    if passed:
+        return StepsReport(**base)  # type: ignore[arg-type]
+    nearest = _nearest_all(cand, missing, unexpected)
+    rows = _rows(expect.mode, pairs, missing, unexpected, nearest)
+    summary = _summary(expect, rows, score, order_only)
+    detail = "\n".join([render_table(cand, rows), *_nearest_lines(cand, nearest)]).rstrip()
+    return StepsReport(summary=summary, nearest=nearest, detail=detail, **base)  # type: ignore[arg-type]
+
+
+def _unpaired(count: int, paired: set[int]) -> tuple[int, ...]:
+    """The call positions below ``count`` that no step took."""
+    return tuple(p for p in range(count) if p not in paired)
+
+
+def step_label(step: Step) -> str:
+    """``search {"query":"weather in Paris"}``; a step with any arguments is its bare name."""
+    return step.name if step.args is ANY_ARGS else f"{step.name} {render_value(step.args)}"
+
+
+def call_label(call: ToolCall) -> str:
+    """``search {"query":"weather in Lyon"}``."""
+    return f"{call.name} {render_value(call.args)}"
+
+
+def step_diffs(cand: Candidates, index: int, call: ToolCall) -> list[str]:
+    """Every difference between an expected step and one call, one line each."""
+    step, rule = cand.steps[index], cand.rules[index]
+    lines = [] if call.name == step.name else [f"name: expected {step.name!r}, got {call.name!r}"]
+    if rule.compare and step.args is not ANY_ARGS:
+        if not args_match(step.args, call.args, rule):
+            lines.append(f"$: compare {rule.compare} returned false for {render_value(call.args)}")
+    else:
+        diffs: list[Diff] = []
+        args_match(step.args, call.args, rule, diffs)
+        lines += [_diff_line("$", d) for d in diffs]
+    if step.result is not UNSET:
+        if not call.has_result:
+            lines.append(f"result: expected {_show(step.result)}, got no recorded result")
+        else:
+            diffs = []
+            compare_value(step.result, call.result, "exact", (), frozenset(), diffs)
+            lines += [_diff_line("result", d) for d in diffs]
+    if step.error is not None and bool(call.error) != step.error:
+        lines.append(f"error: expected {str(step.error).lower()}, got {str(bool(call.error)).lower()}")
+    return lines
+
+
+def _diff_line(root: str, diff: Diff) -> str:
+    """One ``path: expected X, got Y`` line."""
+    path, expected, actual = diff
+    return f"{json_path(root, path)}: expected {_show(expected)}, got {_show(actual)}"
+
+
+def json_path(root: str, path: tuple[Any, ...]) -> str:
+    """``$.location.city``, ``$.items[0]``, ``$['odd key']``."""
+    text = root
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if _IDENT.match(str(part)) else f"[{str(part)!r}]"
+    return text
+
+
+def _show(value: Any) -> str:
+    """A value in a diff line: matchers described, strings quoted, long text cut."""
+    if isinstance(value, Matcher):
+        return value.describe()
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 60 else repr(value[:59]) + "…"
+    return "absent" if value is MISSING else render_value(value)
+
+
+def _nearest_all(cand: Candidates, missing: tuple[int, ...], unexpected: tuple[int, ...]) -> tuple[Nearest, ...]:
+    """The nearest unpaired call for each of the first missing steps."""
+    free: dict[str, list[int]] = {}
+    for pos in unexpected:
+        free.setdefault(cand.calls[pos].name, []).append(pos)
+    return tuple(_nearest(cand, index, free) for index in missing[:MAX_NEAREST])
+
+
+def _nearest(cand: Candidates, index: int, free: dict[str, list[int]]) -> Nearest:
+    """The unpaired call of the same tool with the fewest differing fields, or why there is none."""
+    step = cand.steps[index]
+    options = free.get(step.name, [])
+    if options:
+        scored = [(step_diffs(cand, index, cand.calls[p]), p) for p in options[:MAX_SCAN]]
+        diffs, pos = min(scored, key=lambda item: (len(item[0]), item[1]))
+        return Nearest(index, pos, tuple(diffs))
+    same = sum(1 for c in cand.calls if c.name == step.name)
+    if same:
+        wanted = sum(1 for s in cand.steps if s.name == step.name)
+        return Nearest(index, None, note=f"every call of {step.name} is paired with another step ({same} calls for {wanted} steps)")
+    names = sorted({c.name for c in cand.calls})
+    near = [n for n in names if step.name in n or n in step.name] or difflib.get_close_matches(
+        step.name, names, n=1, cutoff=0.75
+    )
+    hint = f"; did you mean {near[0]}?" if near else f"; called: {', '.join(names)}" if names else "; no tool was called"
+    return Nearest(index, None, note=f"no call of {step.name}{hint}")
+
+
+def _rows(mode: str, pairs: Pairs, missing: tuple[int, ...], unexpected: tuple[int, ...], nearest: tuple[Nearest, ...]) -> list[Row]:
+    """Table rows in the actual run's order, each missing step after the step before it."""
+    rows: list[Row] = [(i, p, "ok") for i, p in pairs.items()]
+    used: set[int] = set()
+    combined: set[int] = set()
+    for near in nearest:
+        if near.call is not None and near.call not in used:
+            used.add(near.call)
+            combined.add(near.step)
+            rows.append((near.step, near.call, _verdict(near.diffs)))
+    absent_ok, extra_ok = mode == "subset", mode in ("superset", "in_order")
+    rows += [(i, None, "not called" if absent_ok else "MISSING") for i in missing if i not in combined]
+    rows += [(None, p, "extra" if extra_ok else "UNEXPECTED") for p in unexpected if p not in used]
+    anchors = sorted((i, p) for i, p, _ in rows if i is not None and p is not None)
+    steps = [i for i, _ in anchors]
+
+    def key(row: Row) -> tuple[int, int, int]:
+        """Sort key: by actual position; a missing step after its predecessor's call."""
+        index, pos, _ = row
+        if pos is not None:
+            return (pos, 0, -1 if index is None else index)
+        before = bisect_left(steps, index or 0)
+        return (anchors[before - 1][1] if before else -1, 1, index or 0)
+
+    return sorted(rows, key=key)
+
+
+def _verdict(diffs: tuple[str, ...]) -> str:
+    """The verdict of a step shown beside its nearest call."""
+    if not diffs:
+        return "out of order"
+    first = diffs[0]
+    return "result differs" if first.startswith("result") else "error differs" if first.startswith("error") else "args differ"
+
+
+def _summary(expect: Expectation, rows: list[Row], score: float, order_only: bool) -> str:
+    """A few words for the one-line message: ``1 missing, 2 unexpected``, ``order differs``."""
+    counts: dict[str, int] = {}
+    for _, _, verdict in rows:
+        counts[verdict] = counts.get(verdict, 0) + 1
+    words = [("MISSING", "missing"), ("UNEXPECTED", "unexpected"), ("args differ", "args differ"),
+             ("result differs", "results differ"), ("error differs", "errors differ"), ("out of order", "out of order")]
+    parts = [f"{counts[v]} {w}" for v, w in words if counts.get(v)]
+    text = "order differs" if order_only else ", ".join(parts) or "no match"
+    if expect.threshold is not None:
+        return f"score {score:.2f} < {expect.threshold:g} ({text})"
+    return text
+
+
+def render_table(cand: Candidates, rows: list[Row]) -> str:
+    """The aligned table with columns ``#``, ``expected``, ``actual``, ``verdict``."""
+    shown = rows if len(rows) <= MAX_ROWS else [r for r in rows if r[2] != "ok"][:MAX_ROWS]
+    cells = [("#", "expected", "actual", "verdict")]
+    for index, pos, verdict in shown:
+        expected = step_label(cand.steps[index]) if index is not None else ""
+        actual = f"[{pos}] {call_label(cand.calls[pos])}" if pos is not None else ""
+        cells.append(("" if index is None else str(index), expected, actual, verdict))
+    widths = [max(len(row[k]) for row in cells) for k in range(3)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + "  " + row[3] for row in cells]
+    if len(shown) < len(rows):
+        lines.append(f"... {len(rows) - len(shown)} more rows not shown")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _nearest_lines(cand: Candidates, nearest: tuple[Nearest, ...]) -> list[str]:
+    """For each unmatched step: its nearest call and the differing fields, indented."""
+    lines: list[str] = []
+    for near in nearest:
+        head = f"step {near.step} {step_label(cand.steps[near.step])}"
+        if near.call is None:
+            lines.append(f"{head}: {near.note}")
+            continue
+        call = f"[{near.call}] {call_label(cand.calls[near.call])}"
+        if not near.diffs:
+            lines.append(f"{head}: {call} matches but is out of order")
+            continue
+        lines.append(f"{head}: nearest {call}")
+        lines += [f"  {d}" for d in near.diffs[:MAX_DIFFS]]
+        if len(near.diffs) > MAX_DIFFS:
+            lines.append(f"  ... {len(near.diffs) - MAX_DIFFS} more differences")
+    return ["", *lines] if lines else []

@@ -1,0 +1,203 @@
+"""pytest plugin: collect ``*.suite.yaml`` files as test items, so ``pytest`` and pytest-xdist run suites.
+
+Follows pytest's ``doc/en/example/nonpython/conftest.py``: ``pytest_collect_file`` yields a
+:class:`SuiteFile` per suite file, whose cases become :class:`CaseItem` items named as the CLI
+names them (``suites/x.suite.yaml::paris[city=Paris]``).
+
+Outcomes map onto pytest's:
+
+* passed / failed as usual; a failure prints the same message, table and notes as ``trajrun run``.
+* a case *error* (missing source, unreadable document, a check that cannot be evaluated) is a pytest
+  error: the case runs in the item's setup, and an error is raised there.
+* ``skip: reason`` is a ``skip`` marker; the case is not run.
+* ``xfail: reason`` is handled here, not with ``pytest.mark.xfail``: it covers failures only. A
+  failing case is xfailed, a passing one fails as ``XPASS(strict): reason``, an error stays an error.
+
+Tags (the suite's and the case's) become markers, registered as they are seen so
+``--strict-markers`` passes and ``-m smoke`` selects. Some tags are not made markers and are kept
+as extra keywords instead, so ``-k`` still selects them: a tag that is not a Python identifier (or
+starts with ``_``), such as ``no-network`` or ``team:search``, which cannot be a registered marker
+name; and a tag named like one of pytest's own markers (``skip``, ``xfail``, ``parametrize``...),
+which as a bare marker would change how the case runs.
+
+The ini option ``trajrun_collect`` (default true) turns collection off; ``--trajrun-var K=V``
+(repeatable) sets template variables as ``trajrun run --var`` does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import pytest
+
+from .errors import SuiteErrors
+from .suites.model import SUITE_SUFFIXES
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr
+
+    from .run.results import CaseResult
+    from .suites.model import Case, Suite
+
+PYTEST_MARKERS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst", "trylast"})
+
+_VARIABLES = pytest.StashKey[dict[str, Any]]()
+_CACHE = pytest.StashKey["SourceCache"]()
+_MARKERS = pytest.StashKey[set[str]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--trajrun-var K=V``, ``--trajrun-update-golden`` and the ``trajrun_collect`` ini option."""
+    group = parser.getgroup("trajrun", "trajrun suites (*.suite.yaml)")
+    group.addoption(
+        "--trajrun-var",
+        action="append",
+        default=[],
+        dest="trajrun_vars",
+        metavar="K=V",
+        help="set a template variable for every suite (repeatable), like `trajrun run --var`",
+    )
+    group.addoption(
+        "--trajrun-update-golden",
+        action="store_true",
+        dest="trajrun_update_golden",
+        help="rewrite golden files that are missing or whose steps check failed, like `trajrun run --update-golden`",
+    )
+    parser.addini("trajrun_collect", "collect *.suite.yaml files as tests (default true)", type="bool", default=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Parse ``--trajrun-var`` once, so a bad value is a usage error before collection starts."""
+    config.stash[_VARIABLES] = _parse_vars(config.getoption("trajrun_vars") or [])
+    config.stash[_MARKERS] = set()
+
+
+def _parse_vars(raw: list[str]) -> dict[str, Any]:
+    """``["city=Paris", "n=3"]`` -> ``{"city": "Paris", "n": 3}``; a malformed one is a usage error."""
+    if not raw:
+        return {}
+    from .suites.templating import parse_var  # deferred: the plugin loads in every pytest session
+
+    variables: dict[str, Any] = {}
+    for item in raw:
+        try:
+            key, value = parse_var(item)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--trajrun-var {item!r}: {exc}") from None
+        variables[key] = value
+    return variables
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
+    """Collect ``*.suite.yaml`` / ``*.suite.yml`` files, unless ``trajrun_collect`` is false."""
+    if file_path.name.endswith(SUITE_SUFFIXES) and parent.config.getini("trajrun_collect"):
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+class SuiteFile(pytest.File):
+    """One suite file: loading it yields one item per case (after ``parametrize``)."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        """Load the suite; load errors become one collection error listing every message."""
+        from .suites.load import load_suite  # deferred: the plugin loads in every pytest session
+
+        try:
+            suite = load_suite(self.path, self.config.stash.get(_VARIABLES, {}))
+        except SuiteErrors as exc:
+            raise self.CollectError(str(exc)) from None
+        for case in suite.cases:
+            yield CaseItem.from_parent(self, name=case.name, suite=suite, case=case)
+
+
+class CaseFailure(Exception):
+    """A case whose checks failed (or a strict xpass); carries the result to report."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(result.message)
+        self.result = result
+
+
+class CaseErrorException(pytest.fail.Exception):  # type: ignore[misc]
+    """A case that could not be evaluated: raised in setup so pytest reports an error, shown without traceback."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(case_report(result), pytrace=False)
+        self.result = result
+
+
+def case_report(result: CaseResult) -> str:
+    """What ``trajrun run`` prints for a case: the one-line message, the details body, then the notes."""
+    from .reports.text import terminal_safe  # deferred: the plugin loads in every pytest session
+
+    parts = [result.message, result.details, *(f"note: {note}" for note in result.notes)]
+    return terminal_safe("\n".join(part for part in parts if part))
+
+
+class CaseItem(pytest.Item):
+    """One case of a suite; it runs in setup (so a case error is a pytest error) and is judged in the call."""
+
+    def __init__(self, *, suite: Suite, case: Case, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.case = case
+        self.result: CaseResult | None = None
+        self._mark(suite, case)
+
+    def _mark(self, suite: Suite, case: Case) -> None:
+        """Tags become markers (registered on first sight); skip becomes a skip marker."""
+        self.extra_keyword_matches.add(suite.name)
+        for tag in dict.fromkeys((*suite.tags, *case.tags)):
+            if _is_marker_name(tag):
+                _register_marker(self.config, tag)
+                self.add_marker(tag)
+            else:
+                self.extra_keyword_matches.add(tag)
+        if case.skip is not None:
+            self.add_marker(pytest.mark.skip(reason=case.skip or "skipped"))
+
+    def setup(self) -> None:
+        """Run the case (each file source read once per session); a case error is raised here."""
+        from .run.execute import SourceCache, run_case  # deferred: the plugin loads in every pytest session
+        from .run.runner import case_id  # deferred: the plugin loads in every pytest session
+
+        cache = self.config.stash.setdefault(_CACHE, SourceCache())
+        cid = case_id(self.config.rootpath, self.path, self.case.name)
+        self.result = run_case(self.case, self.suite, cid, cache, self.config.getoption("trajrun_update_golden"))
+        if self.result.notes:
+            self.add_report_section("setup", "trajrun", "\n".join(f"note: {note}" for note in self.result.notes))
+        if self.result.outcome == "error":
+            raise CaseErrorException(self.result)
+
+    def runtest(self) -> None:
+        """Turn the result into pytest's outcome: failed and xpassed raise, xfailed reports as xfail."""
+        result = self.result
+        assert result is not None, "setup() runs the case"
+        if result.outcome in ("failed", "xpassed"):
+            raise CaseFailure(result)
+        if result.outcome == "xfailed":
+            pytest.xfail(result.message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
+        """A failed case prints as the CLI prints it; anything else falls back to pytest's report."""
+        if isinstance(excinfo.value, (CaseFailure, CaseErrorException)):
+            return case_report(excinfo.value.result)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """The suite file, the case's 0-based line, and a label."""
+        return self.path, max(self.case.loc.line - 1, 0), f"case {self.name}"
+
+
+def _is_marker_name(tag: str) -> bool:
+    """Only identifiers can be registered markers; ``_`` names are private to pytest, its own markers act."""
+    return tag.isidentifier() and not tag.startswith("_") and tag not in PYTEST_MARKERS
+
+
+def _register_marker(config: pytest.Config, tag: str) -> None:
+    """Declare a tag as a marker once, so ``--strict-markers`` accepts it."""
+    seen = config.stash.setdefault(_MARKERS, set())
+    if tag not in seen:
+        seen.add(tag)
+        config.addinivalue_line("markers", f"{tag}: trajrun suite tag")

@@ -1,0 +1,252 @@
+"""Console report, pytest-style: progress as cases finish, then failures, errors and the summary line."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from typing import TextIO
+
+from ..run.results import CaseResult, RunResult, SuiteResult
+from .text import terminal_safe
+
+LETTERS = {"passed": ".", "failed": "F", "error": "E", "skipped": "s", "xfailed": "x", "xpassed": "X"}
+WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED", "xfailed": "XFAIL", "xpassed": "XPASS"}
+COLORS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow", "xfailed": "yellow", "xpassed": "red"}
+PROBLEMS = ("failed", "error", "xpassed")
+PROGRESS_MIN_CASES = 50
+DEFAULT_WIDTH = 80
+
+_SGR = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "red bold": "31;1"}
+_VERDICT = re.compile(r"\b(MISSING|UNEXPECTED|differs?|ok)\b")
+_LOUD_VERDICT = re.compile(r"\b(MISSING|UNEXPECTED)\b|\b(differs?|ok)\s*$")
+
+
+def use_color(stream: TextIO, color: bool | None, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether to colour: an explicit choice wins, then NO_COLOR, FORCE_COLOR, TERM=dumb, isatty."""
+    if color is not None:
+        return color
+    if environ.get("NO_COLOR"):
+        return False
+    if environ.get("FORCE_COLOR"):
+        return True
+    return _isatty(stream) and environ.get("TERM") != "dumb"
+
+
+def _isatty(stream: TextIO) -> bool:
+    """``stream.isatty()``, false for streams that lack it."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def paint(text: str, color: str, on: bool) -> str:
+    """Wrap ``text`` in an ANSI colour when ``on``."""
+    return f"\x1b[{_SGR[color]}m{text}\x1b[0m" if on and text else text
+
+
+def rule(title: str, char: str, width: int) -> str:
+    """A separator line with ``title`` centred, as pytest draws ``==== FAILURES ====``."""
+    if not title:
+        return char * width
+    side = max((width - len(title) - 2) // 2, 1)
+    line = f"{char * side} {title} {char * side}"
+    return line + char * max(width - len(line), 0)
+
+
+def _paint_verdicts(line: str) -> str:
+    """Colour the verdict words of one details line: failures red, ``ok`` green."""
+    head, bar, tail = line.rpartition("|")
+    pattern = _VERDICT if bar else _LOUD_VERDICT
+
+    def swap(match: re.Match[str]) -> str:
+        """The matched verdict word painted, trailing blanks kept."""
+        word = match.group().rstrip()
+        return paint(word, "green" if word == "ok" else "red", True) + match.group()[len(word):]
+
+    return head + bar + pattern.sub(swap, tail)
+
+
+def _details(text: str, color: bool) -> list[str]:
+    """The details body as lines, made terminal-safe, verdict words coloured when ``color``."""
+    lines = terminal_safe(text).splitlines()
+    return [_paint_verdicts(line) for line in lines] if color else lines
+
+
+def _failure_block(case: CaseResult, color: bool, width: int) -> list[str]:
+    """One failed, erred or xpassed case: header, ``file:line``, message, details and notes."""
+    lines = [paint(rule(terminal_safe(case.case_id), "_", width), "red bold", color)]
+    lines.append(terminal_safe(f"{case.file}:{case.line}"))
+    lines.append(paint(terminal_safe(case.message or WORDS[case.outcome]), COLORS[case.outcome], color))
+    if case.details:
+        lines.extend(_details(case.details, color))
+    lines.extend(f"note: {terminal_safe(note)}" for note in case.notes)
+    return lines
+
+
+def _load_block(suite: SuiteResult, color: bool, width: int) -> list[str]:
+    """One suite that could not be loaded: header and every error, one per line."""
+    lines = [paint(rule(terminal_safe(f"ERROR loading {suite.file}"), "_", width), "red bold", color)]
+    for error in suite.load_errors:
+        lines.extend(terminal_safe(error).splitlines())
+    return lines
+
+
+def _short_summary(run: RunResult, color: bool) -> list[str]:
+    """pytest's short summary: one line per load error and per failed, erred or xpassed case."""
+    lines = []
+    for suite in run.suites:
+        if suite.load_errors:
+            n = len(suite.load_errors)
+            detail = f"suite could not be loaded ({n} error{'s' if n > 1 else ''})"
+            lines.append(f"{paint('ERROR', 'red', color)} {terminal_safe(suite.file)} - {detail}")
+    for case in run.cases:
+        if case.outcome in PROBLEMS:
+            word = paint(WORDS[case.outcome], COLORS[case.outcome], color)
+            lines.append(f"{word} {terminal_safe(case.case_id)} - {terminal_safe(case.message)}".rstrip(" -"))
+    return lines
+
+
+def _notes(run: RunResult) -> list[str]:
+    """Notes of cases outside the failures section (a golden file updated on a passing case)."""
+    return [
+        f"{terminal_safe(case.case_id)}: {terminal_safe(note)}"
+        for case in run.cases
+        if case.outcome not in PROBLEMS
+        for note in case.notes
+    ]
+
+
+def _status_color(run: RunResult) -> str:
+    """Red when the run fails, yellow when nothing passed, green otherwise (pytest's scheme)."""
+    if run.exit_code() in (1, 2):
+        return "red"
+    return "green" if run.counts()["passed"] else "yellow"
+
+
+def render_summary(run: RunResult, *, color: bool = False, width: int = DEFAULT_WIDTH, verbosity: int = 0) -> list[str]:
+    """Everything printed after the cases ran, as lines; the last is ``run.summary_line()`` exactly."""
+    lines: list[str] = []
+    sections = [
+        ("ERRORS", [line for s in run.suites if s.load_errors for line in _load_block(s, color, width)]),
+        ("FAILURES", [line for c in run.cases if c.outcome in PROBLEMS for line in _failure_block(c, color, width)]),
+        ("notes", _notes(run)),
+        ("short test summary info", _short_summary(run, color)),
+    ]
+    if run.usage_error:
+        sections.insert(0, ("USAGE ERROR", [terminal_safe(run.usage_error)]))
+    for title, body in sections:
+        if body:
+            lines.append(paint(rule(title, "=", width), "bold", color))
+            lines.extend(body)
+    if verbosity >= 0:
+        lines.append(paint(rule("", "=", width), _status_color(run), color))
+    lines.append(run.summary_line())
+    return lines
+
+
+class ConsoleReporter:
+    """Prints a run as it goes: letters per suite file, or a line per case with ``-v``, then the summary.
+
+    ``verbosity`` -1 prints nothing per case, 0 pytest's letters (``suites/a.suite.yaml ..F.``),
+    1 or more one line per case. On a terminal, with 50 cases or more at verbosity 0, each line
+    ends in a ``[ 42%]`` that is redrawn in place.
+    """
+
+    def __init__(self, stream: TextIO, verbosity: int = 0, color: bool | None = None) -> None:
+        self.stream = stream
+        self.verbosity = verbosity
+        self.color = use_color(stream, color)
+        self.width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if _isatty(stream) else DEFAULT_WIDTH
+        self.total = 0
+        self.done = 0
+        self.progress = False
+        self._line_file: str | None = None
+        self._line_text = ""
+        self._line_length = 0
+
+    def start(self, total_cases: int) -> None:
+        """Remember how many cases will run, and decide whether to show a percentage."""
+        self.total = total_cases
+        self.done = 0
+        self.progress = self.verbosity == 0 and _isatty(self.stream) and total_cases >= PROGRESS_MIN_CASES
+
+    def suite_load_error(self, result: SuiteResult) -> None:
+        """Mark a suite file that could not be loaded (its errors are listed at the end)."""
+        if self.verbosity >= 1:
+            word = paint("ERROR", "red", self.color)
+            self._write_line(f"{terminal_safe(result.file)} {word} (suite could not be loaded)")
+        elif self.verbosity == 0:
+            self._letter(result.file, paint("E", "red", self.color))
+
+    def case_done(self, result: CaseResult) -> None:
+        """Show one finished case: its letter, or its line with ``-v``."""
+        self.done += 1
+        if self.verbosity >= 1:
+            self._write_line(self._case_line(result))
+        elif self.verbosity == 0:
+            file = result.case_id.partition("::")[0] if "::" in result.case_id else result.file
+            self._letter(file, paint(LETTERS[result.outcome], COLORS[result.outcome], self.color))
+
+    def finish(self, run: RunResult) -> None:
+        """End the progress line, then print the sections and the summary line last."""
+        self._end_line()
+        lines = render_summary(run, color=self.color, width=self.width, verbosity=self.verbosity)
+        if self.verbosity >= 0 and lines:
+            self.stream.write("\n")
+        self.stream.write("\n".join(lines) + "\n")
+        self._flush()
+
+    def _case_line(self, result: CaseResult) -> str:
+        """``suites/a.suite.yaml::paris PASSED``, with the reason after a skip or xfail."""
+        line = f"{terminal_safe(result.case_id)} {paint(WORDS[result.outcome], COLORS[result.outcome], self.color)}"
+        if result.outcome in ("skipped", "xfailed") and result.message:
+            line += f" ({terminal_safe(result.message)})"
+        return line
+
+    def _write_line(self, text: str) -> None:
+        """Write a whole line, after ending any open letters line."""
+        self._end_line()
+        self.stream.write(text + "\n")
+        self._flush()
+
+    def _letter(self, file: str, letter: str) -> None:
+        """Add one letter to the current suite file's line, starting a new line for a new file."""
+        if file != self._line_file:
+            self._end_line()
+            self._line_file = file
+            self._add(terminal_safe(file) + " ", len(terminal_safe(file)) + 1)
+        elif self.progress and self._line_length >= self.width - 8:
+            self._end_line()
+            self._line_file = file
+        self._add(letter, 1)
+        if self.progress:
+            self.stream.write("\r" + self._line_text + self._percentage())
+        self._flush()
+
+    def _add(self, text: str, length: int) -> None:
+        """Append to the open line; without a percentage the text is written straight away."""
+        self._line_text += text
+        self._line_length += length
+        if not self.progress:
+            self.stream.write(text)
+
+    def _percentage(self) -> str:
+        """`` [ 42%]`` right-aligned to the terminal width."""
+        percent = min(self.done * 100 // self.total, 100) if self.total else 100
+        tag = f"[{percent:3d}%]"
+        return " " * max(self.width - self._line_length - len(tag), 1) + tag
+
+    def _end_line(self) -> None:
+        """Close the open letters line, if any."""
+        if self._line_file is not None:
+            self.stream.write("\n")
+        self._line_file = None
+        self._line_text = ""
+        self._line_length = 0
+
+    def _flush(self) -> None:
+        """Flush the stream so progress shows while cases run."""
+        flush = getattr(self.stream, "flush", None)
+        if flush:
+            flush()

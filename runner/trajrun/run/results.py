@@ -1,0 +1,103 @@
+"""Results of checking cases and running suites: what reports render and what sets the exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from ..match.verdict import Evaluation
+from ..trajectory import Trajectory, Usage
+
+Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+OUTCOME_ORDER: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """The outcome of one case: ``message`` is one line, ``details`` the body (table and fields)."""
+
+    case_id: str
+    suite: str
+    name: str
+    file: str
+    line: int
+    outcome: Outcome
+    duration: float = 0.0
+    message: str = ""
+    details: str = ""
+    check_type: str | None = None
+    score: float | None = None
+    evaluation: Evaluation | None = None
+    trajectory: Trajectory | None = None
+    actual_yaml: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteResult:
+    """All case results of one suite file, or its load errors when it could not be loaded."""
+
+    name: str
+    file: str
+    cases: tuple[CaseResult, ...] = ()
+    load_errors: tuple[str, ...] = ()
+    duration: float = 0.0
+    timestamp: datetime = field(default_factory=datetime.now)
+
+    @property
+    def usage(self) -> Usage | None:
+        """Token usage summed over the cases' runs that recorded usage."""
+        usages = [c.trajectory.usage for c in self.cases if c.trajectory and c.trajectory.usage]
+        total = None
+        for u in usages:
+            total = u if total is None else total + u
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """A whole ``trajrun run``: suites in path order, and how many cases selection left out."""
+
+    suites: tuple[SuiteResult, ...] = ()
+    duration: float = 0.0
+    deselected: int = 0
+    usage_error: str | None = None
+
+    @property
+    def cases(self) -> list[CaseResult]:
+        """Every case result in order."""
+        return [c for s in self.suites for c in s.cases]
+
+    def counts(self) -> dict[str, int]:
+        """Cases per outcome, in the contract's order, zeros included."""
+        counts = dict.fromkeys(OUTCOME_ORDER, 0)
+        for case in self.cases:
+            counts[case.outcome] += 1
+        return counts
+
+    def exit_code(self) -> int:
+        """2 load or usage error, 1 a case failed/erred/xpassed, 5 nothing collected, 0 otherwise."""
+        if self.usage_error or any(s.load_errors for s in self.suites):
+            return 2
+        counts = self.counts()
+        if counts["failed"] or counts["error"] or counts["xpassed"]:
+            return 1
+        return 5 if not self.cases else 0
+
+    def summary_line(self) -> str:
+        """The closing line, pytest-style: ``3 passed, 1 failed, 1 error in 0.12s``.
+
+        A suite that could not be loaded counts as one error, as a collection error does in pytest.
+        """
+        counts = self.counts()
+        counts["error"] += sum(1 for s in self.suites if s.load_errors)
+        words = {"error": ("error", "errors")}
+        parts = []
+        for outcome, n in counts.items():
+            if n:
+                singular, plural = words.get(outcome, (outcome, outcome))
+                parts.append(f"{n} {singular if n == 1 else plural}")
+        if self.deselected:
+            parts.append(f"{self.deselected} deselected")
+        return f"{', '.join(parts) or 'no cases ran'} in {self.duration:.2f}s"

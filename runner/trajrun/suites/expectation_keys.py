@@ -1,0 +1,220 @@
+"""Checked parsing of expectation parts (steps, tools, calls, budget) from YAML data into models.
+
+Every problem is reported through a ``Ctx`` at its key path, and parsing goes on, so a user
+sees all the errors of a file at once. The suite loader and the golden-file reader share this.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import Location, kind
+from ..match.expectation import (
+    ANY_ARGS,
+    ARGS_MODES,
+    FIELD_KINDS,
+    UNSET,
+    Budget,
+    CountBound,
+    FieldRule,
+    Step,
+    ToolRule,
+)
+from ..yaml_core import Path
+from .document import Ctx
+
+STEP_KEYS = ("name", "args", "args_mode", "result", "error")
+TOOL_KEYS = ("args_mode", "fields", "compare")
+CALLS_KEYS = ("min", "max")
+BUDGET_KEYS = ("calls", "turns", "tokens")
+_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def parse_steps(value: Any, path: Path, ctx: Ctx) -> tuple[Step, ...] | None:
+    """A list of expected steps, each in one of its forms."""
+    if not ctx.check(value, list, path, "steps must be a list of steps (tool names or {tool: args} maps)"):
+        return None
+    steps = (parse_step(item, (*path, i), ctx) for i, item in enumerate(value))
+    return tuple(step for step in steps if step is not None)
+
+
+def parse_step(item: Any, path: Path, ctx: Ctx) -> Step | None:
+    """A bare name, a one-key ``{tool: args}`` map, or the long form with ``name``."""
+    if isinstance(item, str) and item:
+        return Step(item, loc=ctx.loc(path))
+    if isinstance(item, dict) and isinstance(item.get("name"), str):
+        return _long_step(item, path, ctx)
+    if isinstance(item, dict) and len(item) == 1:
+        name, args = next(iter(item.items()))
+        return Step(name, _args(args, (*path, name), ctx, name), loc=ctx.loc(path))
+    if isinstance(item, dict) and item and set(item) <= set(STEP_KEYS):
+        ctx.error(path, "a long-form step needs `name: <tool>` (a string)")
+    elif isinstance(item, dict) and len(item) > 1:
+        ctx.error(path, f"a step map has one key, the tool name ({{search: {{q: x}}}}); found keys "
+                        f"{', '.join(item)} — for the long form write `name: <tool>`")
+    else:
+        ctx.error(path, f"a step is a tool name, a {{tool: args}} map or a long form with `name`; found {kind(item)}")
+    return None
+
+
+def _long_step(item: dict[str, Any], path: Path, ctx: Ctx) -> Step:
+    """The long form: ``name`` with optional ``args``, ``args_mode``, ``result`` and ``error``."""
+    item = ctx.keys(item, STEP_KEYS, path, f"in step '{item['name']}'")
+    mode = item.get("args_mode")
+    if mode is not None:
+        mode = ctx.choice(mode, ARGS_MODES, (*path, "args_mode"), "argument rule")
+    error = item.get("error")
+    if error is not None and not ctx.check(error, bool, (*path, "error"), "error must be true or false"):
+        error = None
+    return Step(
+        name=item["name"],
+        args=_args(item.get("args"), (*path, "args"), ctx, item["name"]),
+        args_mode=mode,  # type: ignore[arg-type]
+        result=ctx.compiled(item["result"], (*path, "result")) if "result" in item else UNSET,
+        error=error,
+        loc=ctx.loc(path),
+    )
+
+
+def _args(value: Any, path: Path, ctx: Ctx, name: str) -> Any:
+    """Expected arguments: null means any, a string compares with undecodable ones, a map is compiled."""
+    if value is None:
+        return ANY_ARGS
+    if isinstance(value, str):
+        return value
+    if not ctx.check(value, dict, path, f"arguments of '{name}' must be a map, a string or null (any arguments)"):
+        return ANY_ARGS
+    return ctx.compiled(value, path)
+
+
+def parse_tools(value: Any, path: Path, ctx: Ctx) -> dict[str, ToolRule]:
+    """Per-tool argument rules: a rule name, a field list, or a map of args_mode/fields/compare."""
+    if not ctx.check(value, dict, path, "tools must be a map from tool name to rule"):
+        return {}
+    rules = {tool: _tool_rule(rule, (*path, tool), ctx, tool) for tool, rule in value.items()}
+    return {tool: rule for tool, rule in rules.items() if rule is not None}
+
+
+def _tool_rule(rule: Any, path: Path, ctx: Ctx, tool: str) -> ToolRule | None:
+    """One ``tools`` entry."""
+    loc = ctx.loc(path)
+    if isinstance(rule, str):
+        mode = ctx.choice(rule, ARGS_MODES, path, "argument rule")
+        return ToolRule(args_mode=mode, loc=loc) if mode else None  # type: ignore[arg-type]
+    if isinstance(rule, list):
+        if not rule:
+            ctx.error(path, f"the field list of '{tool}' is empty; list fields to compare, or write `{tool}: ignore`")
+            return None
+        names = ctx.names(rule, path, f"the field list of '{tool}'")
+        _check_jsonpaths([((*path, i), name) for i, name in enumerate(rule)], ctx, key=False)
+        return ToolRule(fields={n: FieldRule() for n in names}, only_fields=True, loc=loc)
+    if not isinstance(rule, dict) or not rule:
+        ctx.error(path, f"the rule for '{tool}' must be a rule name ({', '.join(ARGS_MODES)}), a list of fields, "
+                        f"or a map with args_mode, fields or compare; found {kind(rule)}")
+        return None
+    return _tool_map(ctx.keys(rule, TOOL_KEYS, path, f"in tools entry '{tool}'"), path, ctx, tool, loc)
+
+
+def _tool_map(rule: dict[str, Any], path: Path, ctx: Ctx, tool: str, loc: Location) -> ToolRule | None:
+    """The map form of a ``tools`` entry."""
+    compare = rule.get("compare")
+    if compare is not None:
+        beside = [k for k in ("args_mode", "fields") if k in rule]
+        if beside:
+            ctx.error((*path, "compare"), f"compare replaces every other rule for '{tool}'; remove "
+                      f"{' and '.join(beside)} or compare", key=True)
+        if not (isinstance(compare, str) and _CALLABLE.match(compare)):
+            ctx.error((*path, "compare"), f"compare must be 'module:function', found {kind(compare)}")
+    mode = rule.get("args_mode")
+    if mode is not None:
+        mode = ctx.choice(mode, ARGS_MODES, (*path, "args_mode"), "argument rule")
+    fields = _fields(rule["fields"], (*path, "fields"), ctx) if "fields" in rule else {}
+    return ToolRule(args_mode=mode, fields=fields, compare=compare, loc=loc)
+
+
+def _fields(value: Any, path: Path, ctx: Ctx) -> dict[str, FieldRule]:
+    """A ``fields`` map: field (or JSONPath) to comparator."""
+    if not ctx.check(value, dict, path, "fields must be a map from field to comparator"):
+        return {}
+    if not value:
+        ctx.error(path, "fields is empty; name at least one field, or remove `fields`")
+    _check_jsonpaths([((*path, name), name) for name in value], ctx, key=True)
+    out = {}
+    for name, spec in value.items():
+        rule = _field_rule(spec, (*path, name), ctx)
+        if rule is not None:
+            out[name] = rule
+    return out
+
+
+def _field_rule(spec: Any, path: Path, ctx: Ctx) -> FieldRule | None:
+    """``exact``, ``ignore``, ``icase`` or ``{approx: tolerance}``."""
+    plain = tuple(k for k in FIELD_KINDS if k != "approx")
+    if isinstance(spec, dict) and len(spec) == 1 and "approx" in spec:
+        tol = spec["approx"]
+        if ctx.check(tol, (int, float), (*path, "approx"), "approx takes an absolute tolerance (a number)"):
+            if tol >= 0:
+                return FieldRule("approx", float(tol))
+            ctx.error((*path, "approx"), f"the tolerance must not be negative, found {tol}")
+        return None
+    if spec == "approx":
+        ctx.error(path, "approx needs a tolerance: write {approx: 0.01}")
+        return None
+    if isinstance(spec, dict):
+        ctx.error(path, f"a field comparator map is {{approx: tolerance}}; found keys {', '.join(spec) or 'none'}")
+        return None
+    kind_ = ctx.choice(spec, plain + ("{approx: tol}",), path, "field comparator")
+    return FieldRule(kind_) if kind_ in plain else None  # type: ignore[arg-type]
+
+
+def _check_jsonpaths(items: list[tuple[Path, Any]], ctx: Ctx, key: bool) -> None:
+    """Report field names starting with ``$`` that are not valid JSONPaths."""
+    for where, name in items:
+        if isinstance(name, str) and name.startswith("$"):
+            problem = jsonpath_problem(name)
+            if problem:
+                ctx.error(where, f"invalid JSONPath {name!r}: {problem}", key=key)
+
+
+def jsonpath_problem(text: str) -> str | None:
+    """Why ``text`` is not a JSONPath jsonpath-ng's extended parser accepts, or ``None``."""
+    from jsonpath_ng.ext import parse  # deferred: jsonpath-ng costs start-up time
+
+    try:
+        parse(text)
+    except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises plain Exception subclasses
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def parse_calls(value: Any, path: Path, ctx: Ctx) -> dict[str, CountBound]:
+    """Per-tool call counts: ``{search: 2}`` (exactly) or ``{search: {min: 1, max: 2}}``."""
+    if not ctx.check(value, dict, path, "calls must be a map from tool name to a count or {min, max}"):
+        return {}
+    out = {}
+    for tool, spec in value.items():
+        where = (*path, tool)
+        if isinstance(spec, dict):
+            spec = ctx.keys(spec, CALLS_KEYS, where, f"in calls entry '{tool}'")
+            low, high = (ctx.count(spec[k], (*where, k), k) if k in spec else None for k in CALLS_KEYS)
+            if not spec:
+                ctx.error(where, f"calls entry '{tool}' needs min, max or both")
+            elif low is not None and high is not None and low > high:
+                ctx.error(where, f"min ({low}) is above max ({high}) for '{tool}'")
+            out[tool] = CountBound(low, high)
+        else:
+            exact = ctx.count(spec, where, f"the call count of '{tool}' (a number or {{min, max}})")
+            out[tool] = CountBound(exact, exact)
+    return out
+
+
+def parse_budget(value: Any, path: Path, ctx: Ctx) -> Budget | None:
+    """Inclusive upper bounds on calls, turns and tokens."""
+    if not ctx.check(value, dict, path, "budget must be a map with calls, turns or tokens"):
+        return None
+    value = ctx.keys(value, BUDGET_KEYS, path, "in budget")
+    if not value:
+        ctx.error(path, "budget needs at least one of calls, turns, tokens")
+    bounds = {key: ctx.count(value[key], (*path, key), f"budget {key}") for key in value}
+    return Budget(**bounds)

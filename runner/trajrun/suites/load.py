@@ -1,0 +1,336 @@
+"""Suite files to ``Suite`` models: YAML with marks, defaults, parametrize, templating, checks with locations.
+
+``load_suite`` reports every error of a file at once (``SuiteErrors``), each at
+``file:line:column: key.path``. ``validate_suite`` adds what needs the file system.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import SpecError, SuiteError, SuiteErrors, kind
+from ..match.expectation import ARGS_MODES, MODES, UNSET, Expectation
+from ..yaml_core import Path as KeyPath
+from .document import Ctx, raise_errors, read_document
+from .expectation_keys import jsonpath_problem, parse_budget, parse_calls, parse_steps, parse_tools
+from .golden import load_golden
+from .model import DEFAULT_TIMEOUT, FORMATS, Case, Source, Suite
+from .schema import schema_text
+from .templating import case_name, expand_parametrize, merge_defaults, render_tree, variables
+
+__all__ = ["load_suite", "validate_suite", "read_document", "schema_text"]
+
+TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "cases")
+CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
+             "budget", "nodes", "answer", "threshold", "repeat", "pass_rate", "parametrize", "tags", "skip", "xfail")
+ASSERTING = ("steps", "golden", "never", "before", "calls", "budget", "nodes", "answer")
+SOURCE_KEYS = ("file", "format", "select", "record", "messages", "command", "timeout", "python", "args")
+SOURCE_KINDS = ("file", "messages", "command", "python")
+_ONLY_WITH = {"record": "file", "timeout": "command", "args": "python"}
+_NOT_RENDERED = ("source", "messages")
+
+
+def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None) -> Suite:
+    """Load one suite file; ``variables`` are ``--var`` values (already parsed). Raises ``SuiteErrors``."""
+    file, path = str(path), Path(path)
+    loaded, ctx = read_document(path, file)
+    top = loaded.data
+    if not isinstance(top, dict):
+        ctx.error((), f"a suite is a map with `cases` (and optionally suite, description, tags, vars, defaults); "
+                      f"found {kind(top)}")
+        raise_errors(ctx.errors)
+    top = ctx.keys(top, TOP_KEYS, (), "at the top level")
+    suite = _Top(ctx, top, path, dict(variables or {}))
+    cases = suite.cases()
+    raise_errors(ctx.errors)
+    return Suite(suite.name, path, suite.description, suite.tags, cases, ctx.loc(()))
+
+
+class _Top:
+    """The suite-level keys, read once, and the expansion of every case."""
+
+    def __init__(self, ctx: Ctx, top: dict[str, Any], path: Path, cli_vars: dict[str, Any]) -> None:
+        self.ctx, self.top, self.folder, self.cli_vars = ctx, top, path.parent, cli_vars
+        self.vars = top.get("vars", {})
+        if not ctx.check(self.vars, dict, ("vars",), "vars must be a map of variables"):
+            self.vars = {}
+        errors: list[SpecError] = []
+        head = render_tree({k: top[k] for k in ("suite", "description", "tags") if k in top},
+                           variables(self.vars, cli_vars, {}), lambda p: False, errors)
+        for problem in errors:
+            ctx.error(problem.path, problem.message)
+        self.name = _default_name(path)
+        if "suite" in head and ctx.check(head["suite"], str, ("suite",), "suite must be the suite's name"):
+            self.name = head["suite"]
+        self.description = None
+        if "description" in head and ctx.check(head["description"], str, ("description",), "description must be text"):
+            self.description = head["description"]
+        self.tags = ctx.names(head["tags"], ("tags",), "tags") if "tags" in head else ()
+        self.defaults = self._defaults()
+
+    def _defaults(self) -> dict[str, Any]:
+        """The ``defaults`` map without unknown keys (reported)."""
+        defaults = self.top.get("defaults", {})
+        if not self.ctx.check(defaults, dict, ("defaults",), "defaults must be a map of case keys"):
+            return {}
+        for key in ("name", "parametrize"):
+            if key in defaults:
+                self.ctx.error(("defaults", key), f"defaults cannot hold `{key}`; set it on each case", key=True)
+        if "steps" in defaults and "golden" in defaults:
+            self.ctx.error(("defaults", "golden"), "`steps` and `golden` both given; keep one of them", key=True)
+        allowed = [k for k in CASE_KEYS if k not in ("name", "parametrize")]
+        known = {k: v for k, v in defaults.items() if k not in ("name", "parametrize")}
+        return self.ctx.keys(known, allowed, ("defaults",), "in defaults")
+
+    def cases(self) -> tuple[Case, ...]:
+        """Every case of the file, parametrized ones expanded; names checked for uniqueness."""
+        raw = self.top.get("cases")
+        if "cases" not in self.top:
+            self.ctx.error((), "a suite needs `cases`: a list of at least one case")
+            return ()
+        if not self.ctx.check(raw, list, ("cases",), "cases must be a list of cases"):
+            return ()
+        if not raw:
+            self.ctx.error(("cases",), "cases is empty; a suite needs at least one case")
+        built = [case for index, item in enumerate(raw) for case in self._expand(item, index)]
+        seen: dict[str, Case] = {}
+        for case in built:
+            if case.name in seen:
+                self.ctx.errors.append(SuiteError(
+                    f"duplicate case name '{case.name}' (first at line {seen[case.name].loc.line}); "
+                    "case names must be unique after templating", case.loc))
+            seen.setdefault(case.name, case)
+        return tuple(built)
+
+    def _expand(self, item: Any, index: int) -> list[Case]:
+        """One written case: defaults merged, parametrize expanded, strings rendered, each built."""
+        where = ("cases", index)
+        if not self.ctx.check(item, dict, where, "each case must be a map with at least `name` and `source`"):
+            return []
+        label = f"case '{item['name']}'" if isinstance(item.get("name"), str) else f"cases[{index}]"
+        item = self.ctx.keys(item, CASE_KEYS, where, f"in {label}")
+        if "steps" in item and "golden" in item:
+            self.ctx.error((*where, "golden"), "`steps` and `golden` both given; a case takes its steps from one",
+                           key=True)
+        if not isinstance(item.get("name"), str) or not item["name"]:
+            problem = "a case needs a `name`" if "name" not in item else "name must be a non-empty string"
+            self.ctx.error((*where, "name") if "name" in item else where, problem)
+            return []
+        params: list[list[tuple[str, Any]]] = [[]]
+        if "parametrize" in item:
+            try:
+                params = expand_parametrize(item["parametrize"])
+            except SpecError as exc:
+                self.ctx.error((*where, "parametrize", *exc.path), exc.message)
+                return []
+        merged, origins = merge_defaults(self.defaults, {k: v for k, v in item.items() if k != "parametrize"})
+        absolute = {p: (*where, *o[1:]) if o[0] == "case" else o for p, o in origins.items()}
+        ctx = self.ctx.child({(): where, **absolute})
+        return [self._build(merged, values, ctx) for values in params]
+
+    def _build(self, merged: dict[str, Any], params: list[tuple[str, Any]], ctx: Ctx) -> Case:
+        """Render one expansion of a case and build it."""
+        errors: list[SpecError] = []
+        names = variables(self.vars, self.cli_vars, dict(params))
+        rendered = render_tree(merged, names, lambda p: p == _NOT_RENDERED, errors)
+        for problem in errors:
+            ctx.error(problem.path, problem.message)
+        name = case_name(str(rendered["name"]), params)
+        return _CaseBuilder(ctx, rendered, name, self.folder).build(self.tags)
+
+
+def _default_name(path: Path) -> str:
+    """The file name without ``.suite.yaml`` / ``.suite.yml`` (or ``.yaml``/``.yml``)."""
+    name = path.name
+    for suffix in (".suite.yaml", ".suite.yml", ".yaml", ".yml"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+class _CaseBuilder:
+    """One rendered case to a ``Case`` model, every problem reported at its path."""
+
+    def __init__(self, ctx: Ctx, case: dict[str, Any], name: str, folder: Path) -> None:
+        self.ctx, self.case, self.name, self.folder = ctx, case, name, folder
+
+    def build(self, suite_tags: tuple[str, ...]) -> Case:
+        """The case model."""
+        case, ctx = self.case, self.ctx
+        source = parse_source(case["source"], ("source",), ctx, self.folder) if "source" in case else None
+        if "source" not in case:
+            ctx.error((), f"case '{self.name}' has no source: add `source:` (a file path, or a map with file, "
+                          "messages, command or python), or set one in defaults")
+        if not any(key in case for key in ASSERTING):
+            ctx.error((), f"case '{self.name}' asserts nothing: add steps, golden, never, before, calls, budget, "
+                          "nodes or answer")
+        tags = suite_tags + (ctx.names(case["tags"], ("tags",), "tags") if "tags" in case else ())
+        return Case(
+            name=self.name,
+            source=source,
+            expect=self._expectation(),
+            golden=self._golden(),
+            tags=tuple(dict.fromkeys(tags)),
+            skip=self._reason("skip"),
+            xfail=self._reason("xfail"),
+            repeat=self._repeat(source),
+            pass_rate=self._share("pass_rate", 1.0),
+            loc=ctx.loc(()),
+        )
+
+    def _expectation(self) -> Expectation:
+        """Everything the case checks."""
+        case, ctx = self.case, self.ctx
+        steps = parse_steps(case["steps"], ("steps",), ctx) if "steps" in case else None
+        threshold = self._share("threshold", None)
+        if threshold is not None and "steps" not in case and "golden" not in case:
+            ctx.error(("threshold",), "threshold scores the steps, but this case has no steps or golden file", key=True)
+        return Expectation(
+            steps=steps,
+            mode=self._choice("mode", MODES, "match mode") or "strict",  # type: ignore[arg-type]
+            args_mode=self._choice("args_mode", ARGS_MODES, "argument rule") or "exact",  # type: ignore[arg-type]
+            tools=parse_tools(case["tools"], ("tools",), ctx) if "tools" in case else {},
+            never=ctx.names(case["never"], ("never",), "never") if "never" in case else (),
+            before=self._before(),
+            calls=parse_calls(case["calls"], ("calls",), ctx) if "calls" in case else {},
+            budget=parse_budget(case["budget"], ("budget",), ctx) if "budget" in case else None,
+            nodes=self._nodes(),
+            answer=ctx.compiled(case["answer"], ("answer",)) if "answer" in case else UNSET,
+            threshold=threshold,
+        )
+
+    def _choice(self, key: str, choices: tuple[str, ...], what: str) -> str | None:
+        """A key whose value is one of fixed names (``mode``, ``args_mode``)."""
+        return self.ctx.choice(self.case[key], choices, (key,), what) if key in self.case else None
+
+    def _share(self, key: str, default: float | None) -> float | None:
+        """A number from 0 to 1 (``threshold``, ``pass_rate``)."""
+        value = self.case.get(key, default)
+        if key in self.case and self.ctx.check(value, (int, float), (key,), f"{key} must be a number from 0 to 1"):
+            if not 0 <= value <= 1:
+                self.ctx.error((key,), f"{key} must be from 0 to 1, found {value}")
+            return float(value)
+        return default
+
+    def _before(self) -> tuple[tuple[str, str], ...]:
+        """``before`` pairs ``[a, b]``."""
+        if "before" not in self.case:
+            return ()
+        value = self.case["before"]
+        if not self.ctx.check(value, list, ("before",), "before must be a list of [a, b] pairs"):
+            return ()
+        pairs = []
+        for i, pair in enumerate(value):
+            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) and p for p in pair):
+                pairs.append((pair[0], pair[1]))
+            else:
+                self.ctx.error(("before", i), f"each before entry is a pair [a, b] of tool names (some call of a "
+                                              f"comes before some call of b); found {kind(pair)}")
+        return tuple(pairs)
+
+    def _nodes(self) -> tuple[tuple[str, ...], ...] | None:
+        """Graph nodes per turn: a list of lists of names."""
+        if "nodes" not in self.case:
+            return None
+        value = self.case["nodes"]
+        if not self.ctx.check(value, list, ("nodes",), "nodes must be a list of turns, each a list of node names"):
+            return None
+        return tuple(self.ctx.names(turn, ("nodes", i), "each turn of nodes") for i, turn in enumerate(value))
+
+    def _golden(self) -> Path | None:
+        """The golden file, resolved against the suite's folder."""
+        value = self.case.get("golden")
+        if "golden" not in self.case or not self.ctx.check(value, str, ("golden",), "golden must be a file path"):
+            return None
+        return self.folder / value
+
+    def _reason(self, key: str) -> str | None:
+        """``skip``/``xfail``: a reason; ``true`` means no reason given, ``false`` means not set."""
+        value = self.case.get(key)
+        if key not in self.case or value is False:
+            return None
+        if value is True:
+            return ""
+        return value if self.ctx.check(value, str, (key,), f"{key} must be a reason (text) or true") else None
+
+    def _repeat(self, source: Source | None) -> int | None:
+        """``repeat``: a count of at least 1, for live sources only."""
+        if "repeat" not in self.case:
+            return None
+        count = self.ctx.count(self.case["repeat"], ("repeat",), "repeat", least=1)
+        if source is not None and not source.live:
+            self.ctx.error(("repeat",), "repeat runs a live source several times, but this case reads a recorded "
+                                        "run; use a command or python source, or remove repeat", key=True)
+        return count
+
+
+def parse_source(value: Any, path: KeyPath, ctx: Ctx, folder: Path) -> Source | None:
+    """A source: a file path, or a map with one of file, messages, command, python."""
+    loc = ctx.loc(path)
+    if isinstance(value, str) and value:
+        return Source(file=folder / value, loc=loc)
+    if not isinstance(value, dict):
+        ctx.error(path, f"source must be a file path or a map with file, messages, command or python; "
+                        f"found {kind(value)}")
+        return None
+    value = ctx.keys(value, SOURCE_KEYS, path, "in source")
+    kinds = [k for k in SOURCE_KINDS if k in value]
+    if len(kinds) != 1:
+        found = f"found {' and '.join(kinds)}" if kinds else "found none"
+        ctx.error(path, f"a source needs exactly one of file, messages, command, python; {found}")
+        return None
+    for key, needs in _ONLY_WITH.items():
+        if key in value and needs not in value:
+            ctx.error((*path, key), f"{key} applies to a {needs} source only", key=True)
+    return Source(loc=loc, **_source_fields(value, path, ctx, folder))
+
+
+def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path) -> dict[str, Any]:
+    """The checked fields of a source map."""
+    out: dict[str, Any] = {}
+    texts = {"file": "file must be a path", "command": "command must be a shell command line",
+             "python": "python must be 'module:function'", "select": "select must be a JSONPath"}
+    for key, what in texts.items():
+        if key in value and ctx.check(value[key], str, (*path, key), what):
+            out[key] = value[key]
+    if "file" in out:
+        out["file"] = folder / out["file"]
+    if "python" in out and out["python"].count(":") != 1:
+        ctx.error((*path, "python"), f"python must be 'module:function', found {out['python']!r}")
+    if "select" in out and (problem := jsonpath_problem(out["select"])):
+        ctx.error((*path, "select"), f"invalid JSONPath {out['select']!r}: {problem}")
+    if "format" in value:
+        out["format"] = ctx.choice(value["format"], FORMATS, (*path, "format"), "format") or "auto"
+    if "record" in value:
+        out["record"] = ctx.count(value["record"], (*path, "record"), "record (a 1-based line)", least=1)
+    if "timeout" in value and ctx.check(value["timeout"], (int, float), (*path, "timeout"), "timeout must be seconds"):
+        out["timeout"] = float(value["timeout"]) if value["timeout"] > 0 else DEFAULT_TIMEOUT
+        if value["timeout"] <= 0:
+            ctx.error((*path, "timeout"), f"timeout must be above 0 seconds, found {value['timeout']}")
+    if "args" in value and ctx.check(value["args"], dict, (*path, "args"), "args must be a map of keyword arguments"):
+        out["args"] = value["args"]
+    if "messages" in value and ctx.check(value["messages"], (list, dict), (*path, "messages"),
+                                         "messages must be a list of messages or a document map"):
+        out["messages"] = value["messages"]
+    return out
+
+
+def validate_suite(suite: Suite) -> list[SuiteError]:
+    """What ``trajrun validate`` adds to loading: file sources and golden files exist (and golden files load)."""
+    problems: list[SuiteError] = []
+    for case in suite.cases:
+        if case.source is not None and case.source.file is not None and not case.source.file.exists():
+            problems.append(SuiteError(f"source file {case.source.file} does not exist", case.source.loc))
+        if case.golden is None:
+            continue
+        if not case.golden.exists():
+            problems.append(SuiteError(f"golden file {case.golden} does not exist; run `trajrun run "
+                                       "--update-golden` to record it", case.loc))
+            continue
+        try:
+            load_golden(case.golden)
+        except SuiteErrors as exc:
+            problems.extend(exc.errors)
+    return problems
+

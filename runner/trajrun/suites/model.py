@@ -1,0 +1,76 @@
+"""Suite and Case models: what a suite file says, parsed once, with locations. Nothing downstream reads raw dicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import Location
+from ..match.expectation import Expectation
+from ..sources import FORMATS as _READABLE
+
+FORMATS: tuple[str, ...] = ("auto", *_READABLE)
+"""The names a source's ``format`` may take: every format a reader exists for, and ``auto``."""
+SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
+"""What a suite file's name ends with (``trajrun run`` and the pytest plugin collect these)."""
+DEFAULT_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a case's actual run comes from: exactly one of ``file``, ``messages``, ``command``, ``python``.
+
+    ``file`` is resolved against the suite's folder; ``messages`` is an inline document used as
+    written (never templated); ``args`` are the keyword arguments of a ``python`` callable.
+    """
+
+    file: Path | None = None
+    format: str = "auto"
+    select: str | None = None
+    record: int | None = None
+    messages: Any = None
+    command: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    python: str | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+    loc: Location = field(default_factory=lambda: Location(""))
+
+    @property
+    def live(self) -> bool:
+        """Whether the source runs the agent (``command`` or ``python``) rather than reading a record."""
+        return self.command is not None or self.python is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One test case: a source, what it must satisfy, and how it is selected and reported.
+
+    ``tags`` are the suite's, the defaults' and the case's own (de-duplicated, in that order);
+    ``golden`` is the golden file (its steps are read at run time); ``skip``/``xfail`` hold a reason.
+    """
+
+    name: str
+    source: Source | None
+    expect: Expectation
+    golden: Path | None = None
+    tags: tuple[str, ...] = ()
+    skip: str | None = None
+    xfail: str | None = None
+    repeat: int | None = None
+    pass_rate: float = 1.0
+    loc: Location = field(default_factory=lambda: Location(""))
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """One suite file: its name (``suite:`` or the file name), tags and cases in file order."""
+
+    name: str
+    path: Path
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    cases: tuple[Case, ...] = ()
+    loc: Location = field(default_factory=lambda: Location(""))
+
+

@@ -1,0 +1,10 @@
+"""The JSON Schema of suite files (``trajrun schema``), packaged beside this module."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+
+def schema_text() -> str:
+    """The JSON Schema of suite files, as ``trajrun schema`` prints it (packaged with the code)."""
+    return files(__package__).joinpath("suite.schema.json").read_text(encoding="utf-8")

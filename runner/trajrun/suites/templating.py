@@ -1,0 +1,215 @@
+"""Templating for suites: variables, ``defaults`` merging, ``parametrize`` expansion and rendering strings with Jinja2."""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import os
+import re
+from functools import lru_cache
+from typing import Any, Callable, Mapping, Union
+
+from ..errors import SpecError, kind
+from ..match.expressions import compile_expression, environment
+from ..yaml_core import YamlProblem, load_text, resolve_plain
+
+Path = tuple[Union[str, int], ...]
+
+
+MERGED_KEYS = ("tools", "calls", "budget")
+_TEMPLATE_MARKERS = ("{{", "{%", "{#")
+_NATIVE = re.compile(r"^\{\{(?P<expr>(?:(?!\{\{|\}\}).)*)\}\}\Z", re.DOTALL)
+_UNDEFINED = re.compile(r"^'([^']+)' is undefined$")
+_NO_ENV = re.compile(r"_Environ object' has no (?:attribute|element) '([^']+)'$")
+
+
+class _Environ(dict):  # type: ignore[type-arg]
+    """The process environment as the template variable ``env`` (``env.HOME``)."""
+
+
+def parse_var(text: str) -> tuple[str, Any]:
+    """Parse ``--var k=v``: ``v`` is read as a YAML 1.2 core scalar (``n=3`` is a number, ``x=on`` a string).
+
+    An empty value is the empty string. Raises ``ValueError`` with a usage hint on a malformed item.
+    """
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise ValueError(f"--var expects NAME=VALUE with NAME a variable name, found {text!r} (e.g. --var city=Paris)")
+    if raw[:1] in ("'", '"'):
+        try:
+            loaded = load_text(raw).data
+        except YamlProblem:
+            loaded = None
+        if isinstance(loaded, str):
+            return name, loaded
+    return name, resolve_plain(raw) if raw.strip() else raw
+
+
+def variables(suite_vars: Mapping[str, Any], cli_vars: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """The variables one case renders with: ``vars`` < ``--var`` < ``parametrize``, plus ``env``."""
+    out: dict[str, Any] = {"env": _Environ(os.environ)}
+    for layer in (suite_vars, cli_vars, params):
+        out.update(layer)
+    return out
+
+
+def merge_defaults(defaults: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[dict[str, Any], dict[Path, Path]]:
+    """A case with its suite's ``defaults`` merged in, and where each merged value was written.
+
+    ``tools``, ``calls`` and ``budget`` merge key by key (one level deep); ``tags`` add up
+    (defaults' first); any other key is replaced by the case's own; ``steps`` and ``golden`` fill
+    one slot. The second result maps a path in the merged case to ``("defaults", ...)`` or
+    ``("case", ...)``, the path where its value was written.
+    """
+    merged: dict[str, Any] = {}
+    origins: dict[Path, Path] = {}
+    own_slot = "steps" in case or "golden" in case
+    for key, value in defaults.items():
+        if own_slot and key in ("steps", "golden"):
+            continue
+        merged[key] = value
+        origins[(key,)] = ("defaults", key)
+    for key, value in case.items():
+        base = merged.get(key)
+        if key in MERGED_KEYS and isinstance(base, dict) and isinstance(value, dict):
+            origins.update(((key, k), ("defaults", key, k)) for k in base if k not in value)
+            value = {**base, **value}
+        elif key == "tags" and isinstance(base, list) and isinstance(value, list):
+            origins.update(((key, j), ("defaults", key, j)) for j in range(len(base)))
+            origins.update(((key, len(base) + j), ("case", key, j)) for j in range(len(value)))
+            value = base + value
+        merged[key] = value
+        origins[(key,)] = ("case", key)
+    return merged, origins
+
+
+def expand_parametrize(spec: Any) -> list[list[tuple[str, Any]]]:
+    """The variable sets of ``parametrize``: a map of lists (cartesian product) or a list of maps.
+
+    Each set keeps the keys in the order written. Raises ``SpecError`` (path relative to ``spec``)
+    on a malformed spec.
+    """
+    if isinstance(spec, dict):
+        if not spec:
+            raise SpecError("parametrize is empty; give each variable a list of values ({city: [Paris, Tokyo]})")
+        for key, values in spec.items():
+            if not isinstance(values, list) or not values:
+                raise SpecError(f"parametrize '{key}' must be a non-empty list of values, found {kind(values)}", (key,))
+        keys = list(spec)
+        return [list(zip(keys, combo)) for combo in itertools.product(*spec.values())]
+    if isinstance(spec, list) and spec:
+        for index, item in enumerate(spec):
+            if not isinstance(item, dict) or not item:
+                raise SpecError(f"each parametrize entry must be a non-empty map of variables, found {kind(item)}", (index,))
+        return [list(item.items()) for item in spec]
+    raise SpecError(f"parametrize must be a map of lists or a non-empty list of maps, found {kind(spec)}")
+
+
+def case_name(name: str, params: list[tuple[str, Any]]) -> str:
+    """``name[k1=v1,k2=v2]`` for a parametrized case (values as YAML/JSON writes them)."""
+    if not params:
+        return name
+    shown = ",".join(f"{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in params)
+    return f"{name}[{shown}]"
+
+
+def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path], bool],
+                errors: list[Any], path: Path = ()) -> Any:
+    """Render every string value below ``value`` (never keys, never paths ``skip`` accepts).
+
+    Problems are appended to ``errors`` as ``SpecError`` with the string's path; the string is kept.
+    """
+
+    if skip(path):
+        return value
+    if isinstance(value, dict):
+        return {k: render_tree(v, variables, skip, errors, (*path, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_tree(v, variables, skip, errors, (*path, i)) for i, v in enumerate(value)]
+    if isinstance(value, str):
+        try:
+            return render_string(value, variables)
+        except SpecError as exc:
+            errors.append(SpecError(exc.message, path))
+    return value
+
+
+def render_string(text: str, variables: Mapping[str, Any]) -> Any:
+    """Render one string; a string that is exactly ``{{ expr }}`` keeps the native type of the result.
+
+    Raises ``SpecError`` for an undefined variable, a syntax error or a failing expression.
+    """
+    if not any(marker in text for marker in _TEMPLATE_MARKERS):
+        return text
+    from jinja2 import TemplateSyntaxError, UndefinedError  # deferred: jinja2 costs start-up time
+
+    try:
+        native = _native(text, variables)
+        if native is not _NOT_NATIVE:
+            return native
+        return _text_environment().from_string(text).render(variables)
+    except UndefinedError as exc:
+        raise _undefined(exc, text, variables) from None
+    except TemplateSyntaxError as exc:
+        raise _spec_error(f"template syntax error in {text!r}: {exc.message}") from None
+    except Exception as exc:  # noqa: BLE001 - any failure of a user's expression is reported, not raised
+        raise _spec_error(f"template {text!r} failed: {type(exc).__name__}: {exc}") from None
+
+
+_NOT_NATIVE = object()
+
+
+def _native(text: str, variables: Mapping[str, Any]) -> Any:
+    """The value of a lone ``{{ expr }}`` as a plain YAML-like value, or ``_NOT_NATIVE``."""
+    from jinja2 import TemplateSyntaxError  # deferred: jinja2 costs start-up time
+
+    match = _NATIVE.match(text)
+    if not match:
+        return _NOT_NATIVE
+    try:
+        expression = compile_expression(match["expr"])
+    except TemplateSyntaxError:
+        return _NOT_NATIVE
+    return _plain(expression(**variables))
+
+
+def _plain(value: Any) -> Any:
+    """A template result as YAML-like data; an undefined value raises ``UndefinedError``."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+@lru_cache(maxsize=1)
+def _text_environment() -> Any:
+    """The shared sandbox, keeping a string's trailing newline."""
+    return environment().overlay(keep_trailing_newline=True)
+
+
+def _undefined(exc: Exception, text: str, variables: Mapping[str, Any]) -> Exception:
+    """An undefined-variable error that names the variable and how to define it."""
+    message = str(exc)
+    env = _NO_ENV.search(message)
+    if env:
+        return _spec_error(f"environment variable {env[1]} is not set (used in {text!r}); set it or give a default: "
+                           f"{{{{ env.get('{env[1]}', 'x') }}}}")
+    name = _UNDEFINED.match(message)
+    if not name:
+        return _spec_error(f"undefined value in {text!r}: {message}")
+    known = [k for k in variables if k != "env"]
+    hint = difflib.get_close_matches(name[1], known, n=1)
+    suggestion = f" — did you mean '{hint[0]}'?" if hint else ""
+    return _spec_error(f"undefined variable '{name[1]}' in {text!r}{suggestion} "
+                       f"(define it in `vars`, pass --var {name[1]}=..., or list it in `parametrize`)")
+
+
+def _spec_error(message: str) -> Exception:
+    """A ``SpecError`` (imported late, like everything here but the environment)."""
+
+    return SpecError(message)

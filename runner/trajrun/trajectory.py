@@ -1,0 +1,141 @@
+"""The normal form every message source is read into: ordered tool calls grouped by assistant turn."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, NamedTuple, TypeVar
+
+Row = TypeVar("Row", bound=tuple)  # type: ignore[type-arg]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts for a run: input includes cache reads and writes, output includes reasoning."""
+
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output, the figure a ``budget.tokens`` bound checks."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+    def to_dict(self) -> dict[str, int]:
+        """The JSON shape of ``trajrun show -o json``."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+class ToolCall(NamedTuple):
+    """One tool call: ``args`` is a dict, or the raw string when the arguments could not be decoded.
+
+    ``turn`` is the 0-based assistant turn that made the call, ``position`` its index in the run.
+    ``result`` is the tool's returned content when ``has_result``; ``error`` is ``None`` where the
+    format records no error flag. A named tuple (immutable like a frozen dataclass) because readers
+    build thousands per run and a tuple is built from a column row at C speed.
+    """
+
+    name: str
+    args: dict[str, Any] | str
+    id: str | None = None
+    turn: int = 0
+    position: int = 0
+    result: Any = None
+    has_result: bool = False
+    error: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of one call in ``trajrun show -o json``.
+
+        A tool that returned ``null`` also gets ``"has_result": true``, so reading the shape back
+        tells it from a call with no recorded result (both write ``"result": null``).
+        """
+        out = {
+            "name": self.name,
+            "args": self.args,
+            "id": self.id,
+            "turn": self.turn,
+            "result": self.result if self.has_result else None,
+            "error": self.error,
+        }
+        if self.has_result and self.result is None:
+            out["has_result"] = True
+        return out
+
+
+def rows_as(cls: type[Row], rows: Iterable[tuple[Any, ...]]) -> tuple[Row, ...]:
+    """Named tuples of ``cls`` from plain rows in field order, built at C speed.
+
+    ``tuple.__new__`` mapped over the rows skips the named tuple's Python-level ``__new__`` (one
+    frame per row): readers and ``steps_of`` build thousands of calls or steps per run this way.
+    """
+    return tuple(map(_TUPLE_NEW, repeat(cls), rows))
+
+
+_TUPLE_NEW = tuple.__new__
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """An agent run as trajrun checks it.
+
+    ``turns`` counts assistant turns (text-only ones included); ``usage`` is ``None`` when the
+    source carries no usage or some turn lacks it; ``nodes`` holds graph steps per turn for graph
+    sources; ``answer`` is the text of the last assistant message that has text.
+    """
+
+    calls: tuple[ToolCall, ...] = ()
+    turns: int = 0
+    usage: Usage | None = None
+    answer: str | None = None
+    nodes: tuple[tuple[str, ...], ...] | None = None
+    format: str = "trajectory"
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in call order."""
+        return [c.name for c in self.calls]
+
+    def calls_named(self, name: str) -> tuple[ToolCall, ...]:
+        """Every call of one tool, in order."""
+        return tuple(c for c in self.calls if c.name == name)
+
+    def calls_in_turn(self, turn: int) -> tuple[ToolCall, ...]:
+        """The calls one assistant turn made (parallel: no order among them)."""
+        return tuple(c for c in self.calls if c.turn == turn)
+
+    def called_before(self, first: str, then: str) -> bool:
+        """True when some call of ``first`` is in an earlier turn than some call of ``then``."""
+        a, b = self.calls_named(first), self.calls_named(then)
+        return bool(a and b) and min(c.turn for c in a) < max(c.turn for c in b)
+
+    @property
+    def records_results(self) -> bool:
+        """Whether the source recorded any tool result at all."""
+        return any(c.has_result for c in self.calls)
+
+    @property
+    def records_errors(self) -> bool:
+        """Whether the source carries a per-call error flag (Anthropic, Bedrock, LangChain)."""
+        return any(c.error is not None for c in self.calls)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fixed JSON shape of ``trajrun show -o json``; reads back as format ``trajectory``."""
+        out: dict[str, Any] = {
+            "format": self.format,
+            "tool_calls": [c.to_dict() for c in self.calls],
+            "turns": self.turns,
+            "usage": self.usage.to_dict() if self.usage else None,
+            "answer": self.answer,
+        }
+        if self.nodes is not None:
+            out["nodes"] = [list(t) for t in self.nodes]
+        return out

@@ -1,0 +1,372 @@
+"""The one YAML dialect trajrun reads: YAML 1.2 core schema, safe against tags, bombs and deep nesting.
+
+Suites, golden files, YAML sources and live command output all load through here, so ``on``,
+``yes`` and unquoted dates are strings and ``010`` is the integer 10 wherever they are written.
+
+PyYAML's parser (libyaml's when available) produces events; composition and construction are
+done here so that depth, alias expansion and tags are checked before anything is built. The
+result is plain JSON-like data plus ``Marks``: 1-based positions of every key and value by key path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.parser import Parser as _EventParser
+from yaml.reader import Reader
+from yaml.scanner import Scanner
+
+
+class PyParser(Reader, Scanner, _EventParser):
+    """PyYAML's pure-Python event parser, used when libyaml is missing."""
+
+    def __init__(self, stream: str) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        _EventParser.__init__(self)
+
+
+try:
+    from yaml.cyaml import CParser as _CParser
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    _CParser = None
+
+parser_class: Any = _CParser or PyParser
+"""The event parser: libyaml's (what ``CSafeLoader`` parses with) when available."""
+
+
+PathKey = Union[str, int]
+Path = tuple[PathKey, ...]
+
+MAX_DEPTH = 200
+MAX_ALIAS_NODES = 100_000
+
+_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+_CORE = "tag:yaml.org,2002:"
+_TOO_DEEP = f"nesting too deep: trajrun reads at most {MAX_DEPTH} levels of lists and maps"
+_SCALAR_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null")}
+
+
+@dataclass(frozen=True, slots=True)
+class Pos:
+    """A 1-based line and column in the file."""
+
+    line: int
+    column: int
+
+
+@dataclass(slots=True)
+class Marks:
+    """Where every value (and every mapping key) of a loaded document was written, by key path.
+
+    The tables hold PyYAML's 0-based marks as they come (converting every one up front costs
+    more than loading); ``value`` and ``key`` give 1-based positions.
+    """
+
+    values: dict[Path, Any] = field(default_factory=dict)
+    keys: dict[Path, Any] = field(default_factory=dict)
+
+    def value(self, path: Path) -> Pos:
+        """The position of the value at ``path``, or of its nearest written ancestor."""
+        while path and path not in self.values:
+            path = path[:-1]
+        mark = self.values.get(path)
+        return _pos(mark) if mark is not None else Pos(1, 1)
+
+    def key(self, path: Path) -> Pos:
+        """The position of the key that ends ``path`` (the value's when there is no key)."""
+        mark = self.keys.get(path)
+        return _pos(mark) if mark is not None else self.value(path)
+
+
+class YamlProblem(Exception):
+    """A document that cannot be read at all; ``pos`` is where, ``path`` the key path if known."""
+
+    def __init__(self, message: str, pos: Pos, path: Path = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+        self.path = path
+
+
+@dataclass(slots=True)
+class Loaded:
+    """A loaded document: its data, its marks, and the duplicate-key problems found on the way."""
+
+    data: Any
+    marks: Marks
+    duplicates: list[YamlProblem]
+
+
+def _pos(mark: Any) -> Pos:
+    """A PyYAML mark (0-based) as a 1-based position."""
+    return Pos(mark.line + 1, mark.column + 1)
+
+
+def resolve_plain(value: str) -> Any:
+    """The YAML 1.2 core-schema value of a plain (unquoted) scalar: ``on`` and dates stay strings."""
+    if _NULL.match(value):
+        return None
+    if _BOOL.match(value):
+        return value.lower() == "true"
+    if _INT.match(value):
+        if value.startswith(("0o", "0x")):
+            return int(value[2:], 8 if value[1] == "o" else 16)
+        return int(value)
+    if _FLOAT.match(value):
+        lower = value.lower()
+        if lower.endswith((".inf", ".nan")):
+            return float(lower.replace(".", ""))
+        return float(value)
+    return value
+
+
+def is_core_plain_str(value: str) -> bool:
+    """Whether ``value`` written plain would read back as this string under YAML 1.2 core."""
+    return isinstance(resolve_plain(value), str)
+
+
+def decode_utf8(data: bytes) -> str:
+    """The text of a UTF-8 file (a BOM is allowed); raises ``YamlProblem`` at the first bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise YamlProblem(
+            f"file is not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} cannot be decoded; "
+            "save the file as UTF-8",
+            Pos(line, column),
+        ) from None
+
+
+class _CoreNodeParser(_CParser or object):  # type: ignore[misc]
+    """libyaml's parser and composer, tagging plain scalars ``plain`` so the core schema resolves them.
+
+    Composition runs in C; aliases stay shared nodes (never expanded here), explicit tags are
+    kept as written and checked by ``_Builder``.
+    """
+
+    def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
+        """The tag of an untagged node: ``plain`` for plain scalars, else the core type's."""
+        if kind is ScalarNode:
+            return "plain" if implicit[0] else _CORE + "str"
+        return _CORE + ("seq" if kind is SequenceNode else "map")
+
+    def descend_resolver(self, parent: Any, index: Any) -> None:
+        """Path-dependent resolution is not used."""
+
+    def ascend_resolver(self) -> None:
+        """Path-dependent resolution is not used."""
+
+
+def _compose(text: str) -> Node | None:
+    """The document's node tree: libyaml's composer on the happy path; the event composer (which
+    gives precise messages, and accepts re-defined anchors) when libyaml is missing or objects."""
+    if _CParser is not None and parser_class is _CParser:
+        try:
+            return _CoreNodeParser(text).get_single_node()  # type: ignore[no-any-return]
+        except (yaml.YAMLError, RecursionError):
+            pass
+    return _Composer(parser_class(text)).document()
+
+
+def load_text(text: str) -> Loaded:
+    """Parse one YAML document from text; raises ``YamlProblem`` for syntax errors and refused content."""
+    try:
+        root = _compose(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        message = " ".join(p for p in (exc.context, exc.problem) if p)
+        if "maximum nesting depth" in message:
+            message = _TOO_DEEP
+        raise YamlProblem(f"invalid YAML: {message}", _pos(mark) if mark else Pos(1, 1)) from None
+    except yaml.reader.ReaderError as exc:
+        head = text.encode("utf-8")[: exc.position].decode("utf-8", "replace")
+        pos = Pos(head.count("\n") + 1, len(head) - (head.rfind("\n") + 1) + 1)
+        raise YamlProblem(f"invalid YAML: {exc.reason} (character {exc.character!r})", pos) from None
+    builder = _Builder()
+    data = builder.build(root, ()) if root is not None else None
+    return Loaded(data, builder.marks, builder.duplicates)
+
+
+def load_data(text: str) -> Any:
+    """The data of one YAML document (no marks kept for the caller); a duplicate key is a ``YamlProblem`` too."""
+    loaded = load_text(text)
+    if loaded.duplicates:
+        raise loaded.duplicates[0]
+    return loaded.data
+
+
+class _Composer:
+    """Events to nodes, refusing unknown tags and nesting deeper than ``MAX_DEPTH`` as it goes."""
+
+    def __init__(self, parser: Any) -> None:
+        self.parser = parser
+        self.anchors: dict[str, Node] = {}
+
+    def document(self) -> Node | None:
+        """The single document of the stream (``None`` for an empty file)."""
+        self.parser.get_event()  # StreamStart
+        if self.parser.check_event(yaml.StreamEndEvent):
+            return None
+        self.parser.get_event()  # DocumentStart
+        node = self.node(0, ())
+        self.parser.get_event()  # DocumentEnd
+        if not self.parser.check_event(yaml.StreamEndEvent):
+            raise YamlProblem("expected one YAML document, found several (remove the `---` separator)",
+                              _pos(self.parser.peek_event().start_mark))
+        return node
+
+    def node(self, depth: int, path: Path) -> Node:
+        """Compose one node, its children included; ``path`` is its key path, for messages."""
+        event = self.parser.get_event()
+        if depth > MAX_DEPTH:
+            raise YamlProblem(_TOO_DEEP, _pos(event.start_mark))
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor not in self.anchors:
+                raise YamlProblem(f"alias *{event.anchor} names no anchor defined before it",
+                                  _pos(event.start_mark), path)
+            return self.anchors[event.anchor]
+        node = self._start(event, path)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = node
+        if isinstance(node, SequenceNode):
+            while not self.parser.check_event(yaml.SequenceEndEvent):
+                node.value.append(self.node(depth + 1, (*path, len(node.value))))
+            node.end_mark = self.parser.get_event().end_mark
+        elif isinstance(node, MappingNode):
+            while not self.parser.check_event(yaml.MappingEndEvent):
+                key = self.node(depth + 1, path)
+                node.value.append((key, self.node(depth + 1, (*path, str(key.value)))))
+            node.end_mark = self.parser.get_event().end_mark
+        return node
+
+    def _start(self, event: Any, path: Path) -> Node:
+        """The node an event opens, with its tag checked against the core schema."""
+        tag = event.tag if event.tag not in (None, "!") else None
+        if isinstance(event, yaml.ScalarEvent):
+            if tag is None:
+                tag = "plain" if event.implicit[0] else _CORE + "str"
+            elif tag not in _SCALAR_TAGS:
+                raise _refused(tag, event.start_mark, path)
+            return ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        kind = "seq" if isinstance(event, yaml.SequenceStartEvent) else "map"
+        if tag not in (None, _CORE + kind):
+            raise _refused(tag, event.start_mark, path)
+        cls = SequenceNode if kind == "seq" else MappingNode
+        return cls(_CORE + kind, [], event.start_mark, None, event.flow_style)
+
+
+def _refused(tag: str, mark: Any, path: Path) -> YamlProblem:
+    """The error for a tag outside the core schema (the tagged value is never constructed)."""
+    return YamlProblem(
+        f"tag {tag.replace(_CORE, '!!')} is not allowed: trajrun reads plain YAML values only "
+        "(strings, numbers, true/false, null, lists, maps); remove the tag",
+        _pos(mark),
+        path,
+    )
+
+
+_ALLOWED_TAGS = {ScalarNode: {"plain", *_SCALAR_TAGS}, SequenceNode: {_CORE + "seq"}, MappingNode: {_CORE + "map"}}
+
+
+class _Builder:
+    """Nodes to plain data, recording marks by path and counting nodes reached through aliases."""
+
+    def __init__(self) -> None:
+        self.marks = Marks()
+        self.duplicates: list[YamlProblem] = []
+        self.seen: set[int] = set()
+        self.active: set[int] = set()
+        self.expanded = 0
+
+    def build(self, node: Node, path: Path, via_alias: bool = False) -> Any:
+        """The value of ``node`` placed at ``path``."""
+        if id(node) in self.seen:
+            via_alias = True
+        self.seen.add(id(node))
+        if via_alias:
+            self.expanded += 1
+            if self.expanded > MAX_ALIAS_NODES:
+                raise YamlProblem(f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes; refusing to expand them",
+                                  _pos(node.start_mark), path)
+        if len(path) > MAX_DEPTH:
+            raise YamlProblem(_TOO_DEEP, _pos(node.start_mark), path)
+        self.marks.values.setdefault(path, node.start_mark)
+        if node.tag not in _ALLOWED_TAGS[type(node)]:
+            raise _refused(node.tag, node.start_mark, path)
+        if isinstance(node, ScalarNode):
+            return _scalar(node)
+        if id(node) in self.active:
+            raise YamlProblem("an alias refers to the collection that contains it", _pos(node.start_mark), path)
+        self.active.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                return [self.build(item, (*path, i), via_alias) for i, item in enumerate(node.value)]
+            return self._mapping(node, path, via_alias)
+        finally:
+            self.active.discard(id(node))
+
+    def _mapping(self, node: MappingNode, path: Path, via_alias: bool) -> dict[str, Any]:
+        """A mapping: own keys first (duplicates reported), then ``<<`` merges for keys not yet set."""
+        out: dict[str, Any] = {}
+        merges: list[tuple[Node, Node]] = []
+        for key_node, value_node in node.value:
+            if isinstance(key_node, ScalarNode) and key_node.tag == "plain" and key_node.value == "<<":
+                merges.append((key_node, value_node))
+                continue
+            key = self._key(key_node, path)
+            if key in out:
+                first = self.marks.key((*path, key))
+                self.duplicates.append(YamlProblem(
+                    f"duplicate key '{key}' (first written at line {first.line}); remove one of them",
+                    _pos(key_node.start_mark), (*path, key)))
+                continue
+            self.marks.keys.setdefault((*path, key), key_node.start_mark)
+            out[key] = self.build(value_node, (*path, key), via_alias)
+        for key_node, value_node in merges:
+            self._merge(out, key_node, value_node, path, via_alias)
+        return out
+
+    def _merge(self, out: dict[str, Any], key_node: Node, value_node: Node, path: Path, via_alias: bool) -> None:
+        """Apply one ``<<: *anchor`` (or a list of them): earlier sources win, own keys always win."""
+        sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+        for source in sources:
+            if not isinstance(source, MappingNode):
+                raise YamlProblem("`<<` merges a map or a list of maps (usually `<<: *anchor`)",
+                                  _pos(key_node.start_mark), path)
+            reported = len(self.duplicates)
+            merged = self._mapping(source, path, True)
+            del self.duplicates[reported:]
+            for key, value in merged.items():
+                out.setdefault(key, value)
+
+    def _key(self, node: Node, path: Path) -> str:
+        """A mapping key as a string: the text written, since JSON keys are strings."""
+        if not isinstance(node, ScalarNode):
+            raise YamlProblem("a mapping key must be a plain value, not a list or a map", _pos(node.start_mark), path)
+        return str(node.value)
+
+
+def _scalar(node: ScalarNode) -> Any:
+    """A scalar's value under the core schema, honouring an explicit core tag."""
+    if node.tag == "plain":
+        return resolve_plain(node.value)
+    kind = node.tag[len(_CORE):]
+    if kind == "str":
+        return node.value
+    value = resolve_plain(node.value)
+    expected = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[kind]
+    if isinstance(value, bool) and kind != "bool" or not isinstance(value, expected):
+        raise YamlProblem(f"'{node.value}' is not a valid !!{kind}", _pos(node.start_mark))
+    return float(value) if kind == "float" else value
