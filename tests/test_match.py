@@ -308,3 +308,41 @@ def test_steps_of_a_reference_run_take_arguments_literally() -> None:
     assert evaluate(Expectation(steps=steps), reference).passed
     other = run(("query", {"filter": 4}), ("fetch", "not json"))
     assert not evaluate(Expectation(steps=steps, mode="unordered"), other).passed
+
+
+def _one_turn(*names: str) -> Trajectory:
+    """A run whose calls (one tool, ``who`` argument) all come from one assistant turn."""
+    return Trajectory(tuple(ToolCall("greet", {"who": n}, turn=0, position=i) for i, n in enumerate(names)), turns=1)
+
+
+def test_strict_diagnosis_among_parallel_calls_names_only_the_missing_step() -> None:
+    """Four calls in one turn against [Alice, Eve, Bob, Charlie, Daisy]: one missing step (Eve), nothing else."""
+    steps = tuple(Step("greet", {"who": n}) for n in ("Alice", "Eve", "Bob", "Charlie", "Daisy"))
+    report = evaluate(Expectation(steps=steps, mode="strict"), _one_turn("Alice", "Bob", "Charlie", "Daisy")).steps
+    assert not report.passed and report.summary == "1 missing"
+    data = report.to_dict()
+    assert [m["expected"] for m in data["missing"]] == ['greet {"who":"Eve"}']
+    assert data["unexpected"] == [] and len(data["pairs"]) == 4
+
+
+def test_parallel_group_passes_in_one_turn_and_fails_across_turns() -> None:
+    """A group's calls must share a turn, in any order; split over two turns the report says so."""
+    group = (Step("greet", {"who": "Bob"}, group=0), Step("greet", {"who": "Alice"}, group=0))
+    together = _one_turn("Alice", "Bob")
+    assert evaluate(Expectation(steps=group, mode="strict"), together).passed
+    apart = Trajectory((ToolCall("greet", {"who": "Alice"}, turn=0, position=0),
+                        ToolCall("greet", {"who": "Bob"}, turn=1, position=1)), turns=2)
+    for mode in ("strict", "in_order"):
+        ev = evaluate(Expectation(steps=group, mode=mode), apart)  # type: ignore[arg-type]
+        assert not ev.passed and ev.steps.summary == "1 in another turn", mode
+        assert "apart from the rest of its parallel group" in ev.steps.detail
+    plain = tuple(s._replace(group=None) for s in group)
+    assert not evaluate(Expectation(steps=plain, mode="strict"), apart).passed  # Bob before Alice: order matters
+    assert evaluate(Expectation(steps=plain[::-1], mode="strict"), apart).passed
+
+
+def test_parallel_group_in_an_unordered_mode_is_a_check_error() -> None:
+    """Groups from a golden file or the library in a mode that ignores turns cannot be evaluated."""
+    group = (Step("greet", {"who": "Bob"}, group=0), Step("greet", {"who": "Alice"}, group=0))
+    ev = evaluate(Expectation(steps=group, mode="superset"), _one_turn("Alice", "Bob"))
+    assert ev.errors and "needs mode strict or in_order" in ev.errors[0]

@@ -27,7 +27,9 @@ LOADER_ONLY = {
     "duplicate_keys",  # a YAML-level rule; the parsed map keeps one key
     "duplicate_names_parametrize",  # names exist only after expansion
     "jinja_syntax", "undefined_env", "undefined_variable",  # templates
-    "mixed_dollar_keys", "unknown_matcher",  # expected arguments are free-form for the schema
+    "mixed_dollar_keys", "unknown_matcher", "two_bad_matchers",  # expected arguments are free-form for the schema
+    "parallel_in_superset",  # the mode could come from defaults
+    "quoted_step",  # any string is a tool name to the schema
     "no_source",  # the source could come from defaults
     "repeat_file_source", "threshold_without_steps",  # depend on merged defaults
 }

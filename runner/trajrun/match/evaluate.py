@@ -12,7 +12,7 @@ from ..errors import CheckError
 from ..trajectory import Trajectory
 from .checks import OTHER_CHECKS
 from .compatibility import Candidates
-from .expectation import UNSET, Expectation
+from .expectation import ORDERED_MODES, UNSET, Expectation
 from .pairing import max_size, pair
 from .steps_report import StepsReport, build_report
 from .verdict import CheckFailure, Evaluation
@@ -44,6 +44,7 @@ def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True
     """Run the steps check; raises ``CheckError`` when it cannot be evaluated on this run."""
 
     _require_recorded(expect, traj)
+    _require_ordered(expect)
     cand = Candidates(expect, traj, shortcuts=shortcuts)
     pairs, mode_ok = pair(expect.mode, cand)
     total = None if mode_ok and expect.threshold is None else max_size(cand)
@@ -55,6 +56,14 @@ def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True
     if passed:
         return report, None
     return report, CheckFailure("steps", report.summary, report.detail)
+
+
+def _require_ordered(expect: Expectation) -> None:
+    """``parallel`` groups (from a golden file or a library caller) need a mode that checks turns."""
+    grouped = next((i for i, s in enumerate(expect.steps or ()) if s.group is not None), None)
+    if grouped is not None and expect.mode not in ORDERED_MODES:
+        raise CheckError(f"step {grouped} is in a parallel group, which needs mode strict or in_order; mode "
+                         f"'{expect.mode}' ignores turns — list the steps without `parallel`")
 
 
 def _require_recorded(expect: Expectation, traj: Trajectory) -> None:

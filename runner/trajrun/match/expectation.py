@@ -21,6 +21,8 @@ ArgsMode = Literal["exact", "ignore", "subset", "superset"]
 FieldKind = Literal["exact", "ignore", "icase", "approx"]
 
 MODES: tuple[str, ...] = ("strict", "unordered", "subset", "superset", "in_order")
+ORDERED_MODES: tuple[str, ...] = ("strict", "in_order")
+"""The modes that check turns, and so ``parallel`` groups."""
 ARGS_MODES: tuple[str, ...] = ("exact", "ignore", "subset", "superset")
 FIELD_KINDS: tuple[str, ...] = ("exact", "ignore", "icase", "approx")
 
@@ -36,6 +38,10 @@ class _Sentinel:
     def __repr__(self) -> str:
         return self._name
 
+    def __reduce__(self) -> str:
+        """Pickle by name, so a copy sent to or from a worker process is this same object (``is`` checks hold)."""
+        return self._name
+
 
 ANY_ARGS: Any = _Sentinel("ANY_ARGS")
 """A step's ``args`` when the suite gave none: any arguments match."""
@@ -47,7 +53,9 @@ UNSET: Any = _Sentinel("UNSET")
 class Step(NamedTuple):
     """One expected tool call. ``args`` is compiled expected arguments, a raw string, or ``ANY_ARGS``.
 
-    A named tuple, like ``ToolCall``: immutable, and cheap to build by the thousand from a reference run.
+    ``group`` numbers the ``parallel`` group the step belongs to (its calls happen in one turn), or is
+    ``None``. A named tuple, like ``ToolCall``: immutable, and cheap to build by the thousand from a
+    reference run.
     """
 
     name: str
@@ -56,6 +64,7 @@ class Step(NamedTuple):
     result: Any = UNSET
     error: bool | None = None
     loc: Location | None = None
+    group: int | None = None
 
 
 def steps_of(calls: Iterable[ToolCall]) -> tuple[Step, ...]:
@@ -65,7 +74,7 @@ def steps_of(calls: Iterable[ToolCall]) -> tuple[Step, ...]:
     so a map with ``$`` keys compares as a map and is never read as a matcher.
     """
     calls = tuple(calls)
-    rows = zip(map(_NAME, calls), map(_ARGS, calls), repeat(None), repeat(UNSET), repeat(None), repeat(None))
+    rows = zip(map(_NAME, calls), map(_ARGS, calls), repeat(None), repeat(UNSET), repeat(None), repeat(None), repeat(None))
     return rows_as(Step, rows)
 
 

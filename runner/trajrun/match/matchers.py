@@ -281,12 +281,14 @@ class Expr(Matcher):
 # -- compiling ---------------------------------------------------------------------------------
 
 
-def compile_value(raw: Any, path: Path = ()) -> Any:
+def compile_value(raw: Any, path: Path = (), problems: list[SpecError] | None = None) -> Any:
     """Compile expected values from YAML: ``$`` maps become ``Matcher`` objects, the rest stays.
 
     Raises:
         SpecError: an unknown operator, a map mixing ``$`` and plain keys, or a bad operand;
-            ``path`` leads from the value's root to the offending map.
+            ``path`` leads from the value's root to the offending map. With ``problems``, every
+            such error is appended there instead (the offending map left as written), so a
+            suite's author sees them all at once.
     """
     if type(raw) is dict:
         for value in raw.values():
@@ -298,20 +300,35 @@ def compile_value(raw: Any, path: Path = ()) -> Any:
     if isinstance(raw, dict):
         ops = [k for k in raw if isinstance(k, str) and k.startswith("$")]
         if ops and len(ops) == len(raw):
-            return _compile_matcher(raw, path)
+            return _noted(_compile_matcher, raw, path, problems)
         if ops:
             plain = ", ".join(str(k) for k in raw if k not in ops)
-            raise SpecError(
+            error = SpecError(
                 f"this map mixes matcher keys ({', '.join(ops)}) with plain keys ({plain}); "
                 "to compare an argument map whose keys start with '$', wrap it: {$literal: {...}}",
                 path,
             )
-        return {k: compile_value(v, path + (k,)) for k, v in raw.items()}
+            if problems is None:
+                raise error
+            problems.append(error)
+            return raw
+        return {k: compile_value(v, path + (k,), problems) for k, v in raw.items()}
     if isinstance(raw, list):
         if _PLAIN.issuperset(map(type, raw)):
             return raw
-        return [compile_value(v, path + (i,)) for i, v in enumerate(raw)]
+        return [compile_value(v, path + (i,), problems) for i, v in enumerate(raw)]
     return raw
+
+
+def _noted(build: Callable[[Any, Path], Any], raw: Any, path: Path, problems: list[SpecError] | None) -> Any:
+    """``build(raw, path)``; with ``problems``, a ``SpecError`` is noted there and ``raw`` kept."""
+    if problems is None:
+        return build(raw, path)
+    try:
+        return build(raw, path)
+    except SpecError as exc:
+        problems.append(exc)
+        return raw
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})

@@ -169,7 +169,9 @@ def _nearest(cand: Candidates, index: int, free: dict[str, list[int]]) -> Neares
     if options:
         scored = [(step_diffs(cand, index, cand.calls[p]), p) for p in options[:MAX_SCAN]]
         diffs, pos = min(scored, key=lambda item: (len(item[0]), item[1]))
-        return Nearest(index, pos, tuple(diffs))
+        apart = not diffs and step.group is not None
+        note = f"called in turn {cand.calls[pos].turn}, apart from the rest of its parallel group" if apart else ""
+        return Nearest(index, pos, tuple(diffs), note)
     same = sum(1 for c in cand.calls if c.name == step.name)
     if same:
         wanted = sum(1 for s in cand.steps if s.name == step.name)
@@ -191,7 +193,7 @@ def _rows(mode: str, pairs: Pairs, missing: tuple[int, ...], unexpected: tuple[i
         if near.call is not None and near.call not in used:
             used.add(near.call)
             combined.add(near.step)
-            rows.append((near.step, near.call, _verdict(near.diffs)))
+            rows.append((near.step, near.call, _verdict(near)))
     absent_ok, extra_ok = mode == "subset", mode in ("superset", "in_order")
     rows += [(i, None, "not called" if absent_ok else "MISSING") for i in missing if i not in combined]
     rows += [(None, p, "extra" if extra_ok else "UNEXPECTED") for p in unexpected if p not in used]
@@ -209,10 +211,11 @@ def _rows(mode: str, pairs: Pairs, missing: tuple[int, ...], unexpected: tuple[i
     return sorted(rows, key=key)
 
 
-def _verdict(diffs: tuple[str, ...]) -> str:
+def _verdict(near: Nearest) -> str:
     """The verdict of a step shown beside its nearest call."""
+    diffs = near.diffs
     if not diffs:
-        return "out of order"
+        return "other turn" if near.note else "out of order"
     first = diffs[0]
     return "result differs" if first.startswith("result") else "error differs" if first.startswith("error") else "args differ"
 
@@ -223,9 +226,10 @@ def _summary(expect: Expectation, rows: list[Row], score: float, order_only: boo
     for _, _, verdict in rows:
         counts[verdict] = counts.get(verdict, 0) + 1
     words = [("MISSING", "missing"), ("UNEXPECTED", "unexpected"), ("args differ", "args differ"),
-             ("result differs", "results differ"), ("error differs", "errors differ"), ("out of order", "out of order")]
+             ("result differs", "results differ"), ("error differs", "errors differ"), ("out of order", "out of order"),
+             ("other turn", "in another turn")]
     parts = [f"{counts[v]} {w}" for v, w in words if counts.get(v)]
-    text = "order differs" if order_only else ", ".join(parts) or "no match"
+    text = "order differs" if order_only and not counts.get("other turn") else ", ".join(parts) or "no match"
     if expect.threshold is not None:
         return f"score {score:.2f} < {expect.threshold:g} ({text})"
     return text
@@ -256,7 +260,7 @@ def _nearest_lines(cand: Candidates, nearest: tuple[Nearest, ...]) -> list[str]:
             continue
         call = f"[{near.call}] {call_label(cand.calls[near.call])}"
         if not near.diffs:
-            lines.append(f"{head}: {call} matches but is out of order")
+            lines.append(f"{head}: {call} matches but is {near.note or 'out of order'}")
             continue
         lines.append(f"{head}: nearest {call}")
         lines += [f"  {d}" for d in near.diffs[:MAX_DIFFS]]

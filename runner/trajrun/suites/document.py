@@ -111,13 +111,12 @@ class Ctx:
         return tuple(good)
 
     def compiled(self, value: Any, path: KeyPath) -> Any:
-        """An expected value with its ``$`` matchers compiled; problems reported at their own path."""
-
-        try:
-            return compile_value(value)
-        except SpecError as exc:
-            self.error((*path, *exc.path), exc.message)
-            return value
+        """An expected value with its ``$`` matchers compiled; every problem reported at its own path."""
+        problems: list[SpecError] = []
+        compiled = compile_value(value, (), problems)
+        for problem in problems:
+            self.error((*path, *problem.path), problem.message)
+        return value if problems else compiled
 
 
 

@@ -29,18 +29,56 @@ TOOL_KEYS = ("args_mode", "fields", "compare")
 CALLS_KEYS = ("min", "max")
 BUDGET_KEYS = ("calls", "turns", "tokens")
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_LOOKS_LIKE_MAP = re.compile(r"^\s*[A-Za-z_][\w.-]*\s*:(\s|$)")
+"""A quoted ``"tool: {args}"``: YAML made it a string, so the user meant a map."""
 
 
 def parse_steps(value: Any, path: Path, ctx: Ctx) -> tuple[Step, ...] | None:
-    """A list of expected steps, each in one of its forms."""
+    """A list of expected steps, each in one of its forms; a ``parallel: [...]`` item is a group of
+    steps whose calls happen in one turn, flattened here with a group number."""
     if not ctx.check(value, list, path, "steps must be a list of steps (tool names or {tool: args} maps)"):
         return None
-    steps = (parse_step(item, (*path, i), ctx) for i, item in enumerate(value))
-    return tuple(step for step in steps if step is not None)
+    steps: list[Step] = []
+    groups = 0
+    for i, item in enumerate(value):
+        if _is_group(item):
+            members = _group(item["parallel"], (*path, i, "parallel"), ctx)
+            steps += [step._replace(group=groups) for step in members]
+            groups += 1
+            continue
+        step = parse_step(item, (*path, i), ctx)
+        if step is not None:
+            steps.append(step)
+    return tuple(steps)
+
+
+def _is_group(item: Any) -> bool:
+    """``{parallel: [...]}``: a one-key map whose list value cannot be arguments (those are a map or a string)."""
+    return isinstance(item, dict) and len(item) == 1 and isinstance(item.get("parallel"), list)
+
+
+def _group(items: list[Any], path: Path, ctx: Ctx) -> list[Step]:
+    """The steps of one parallel group (at least two, none of them a group)."""
+    if len(items) < 2:
+        ctx.error(path, f"a parallel group lists at least two steps whose calls happen in one turn; found "
+                        f"{len(items)} — write a single step without `parallel`")
+    steps = []
+    for i, item in enumerate(items):
+        if _is_group(item):
+            ctx.error((*path, i), "parallel groups do not nest: list the steps of the inner group in the outer one")
+            continue
+        step = parse_step(item, (*path, i), ctx)
+        if step is not None:
+            steps.append(step)
+    return steps
 
 
 def parse_step(item: Any, path: Path, ctx: Ctx) -> Step | None:
     """A bare name, a one-key ``{tool: args}`` map, or the long form with ``name``."""
+    if isinstance(item, str) and _LOOKS_LIKE_MAP.match(item):
+        ctx.error(path, f"this step is the string {item!r} (the quotes make it one tool name); for a tool call "
+                        f"with arguments remove the quotes: `- {item.strip()}`")
+        return None
     if isinstance(item, str) and item:
         return Step(item, loc=ctx.loc(path))
     if isinstance(item, dict) and isinstance(item.get("name"), str):
