@@ -272,3 +272,34 @@ def test_update_golden_writes_missing_and_failing_golden_files(project: pytest.P
     project.runpytest("-k", "paris").assert_outcomes(failed=1)
     project.runpytest("-k", "paris", "--trajrun-update-golden").assert_outcomes(passed=1)
     project.runpytest("-k", "paris").assert_outcomes(passed=1)
+
+
+USER_TEST = """\
+import runner
+
+
+def test_users_own_runner():
+    assert runner.NAME == "the user's runner"
+"""
+
+
+def test_project_with_its_own_runner_module(pytester: pytest.Pytester) -> None:
+    """A project with its own ``runner.py`` runs its tests with the plugin loaded (it once shadowed trajrun's package)."""
+    pytester.makepyfile(runner="NAME = \"the user's runner\"\n", test_user=USER_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "trajrun suites" in pytester.runpytest_subprocess("--help").stdout.str()
+
+
+def test_project_with_its_own_runner_package(pytester: pytest.Pytester) -> None:
+    """A project with a ``runner/`` package on ``pythonpath = .`` runs its tests, and its suites too."""
+    pytester.makeini("[pytest]\npythonpath = .\ntrajrun_collect = true\naddopts = -p no:hypothesispytest -p no:cacheprovider\n")
+    package = pytester.mkpydir("runner")
+    (package / "__init__.py").write_text("NAME = \"the user's runner\"\n", encoding="utf-8")
+    (package / "pytest_plugin.py").write_text("raise ImportError('the user\\'s module, never to be loaded')\n", encoding="utf-8")
+    pytester.makepyfile(test_user=USER_TEST)
+    runs = pytester.mkdir("runs")
+    (runs / "paris.json").write_text(json.dumps(PARIS), encoding="utf-8")
+    (pytester.path / "weather.suite.yaml").write_text(WEATHER, encoding="utf-8")
+    result = pytester.runpytest_subprocess("-k", "users_own_runner or good")
+    result.assert_outcomes(passed=2, deselected=5)
