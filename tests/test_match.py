@@ -8,6 +8,7 @@ import pytest
 from trajrun.match.evaluate import evaluate, f1
 from trajrun.match.expectation import ANY_ARGS, Expectation, FieldRule, Step, ToolRule
 from trajrun.match.matchers import compile_value
+from trajrun.sources import read_trajectory
 from trajrun.trajectory import ToolCall, Trajectory
 
 
@@ -346,3 +347,37 @@ def test_parallel_group_in_an_unordered_mode_is_a_check_error() -> None:
     group = (Step("greet", {"who": "Bob"}, group=0), Step("greet", {"who": "Alice"}, group=0))
     ev = evaluate(Expectation(steps=group, mode="superset"), _one_turn("Alice", "Bob"))
     assert ev.errors and "needs mode strict or in_order" in ev.errors[0]
+
+
+def _weather_result(content: str) -> Trajectory:
+    """An OpenAI Chat history whose one tool result is ``content`` (OpenAI stores tool output as a string)."""
+    messages = [
+        {"role": "user", "content": "where?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "geocode", "arguments": '{"q": "London"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": content},
+    ]  # fmt: skip
+    return read_trajectory(messages)
+
+
+@pytest.mark.parametrize("result", [
+    {"lat": 51.5, "lon": -0.1},
+    {"lat": {"$gt": 51}, "lon": {"$type": "number"}},
+    {"$expr": "value.lat > 51"},
+    {"$contains": {"lat": 51.5}},
+    '{"lat": 51.5, "lon": -0.1}',
+    {"$regex": '"lat": 51\\.5'},
+])  # fmt: skip
+def test_json_text_results_compare_as_the_decoded_value(result: Any) -> None:
+    """A tool result that is JSON text is compared as the object; strings and patterns still see the text."""
+    traj = _weather_result('{"lat": 51.5, "lon": -0.1}')
+    step = Step("geocode", ANY_ARGS, result=compile_value(result))
+    ev = evaluate(Expectation(steps=(step,)), traj)
+    assert ev.passed, ev.message() + ev.details()
+
+
+def test_json_text_result_diff_names_the_field() -> None:
+    """A decoded result that differs is reported field by field, not as a whole string."""
+    step = Step("geocode", ANY_ARGS, result={"lat": 48.9})
+    ev = evaluate(Expectation(steps=(step,)), _weather_result('{"lat": 51.5}'))
+    assert "result.lat: expected 48.9, got 51.5" in ev.details()

@@ -16,6 +16,7 @@ from typing import Any, Hashable
 from ..trajectory import ToolCall, Trajectory
 from .argrules import ArgRule, args_match, rule_for
 from .expectation import ANY_ARGS, UNSET, Expectation, Step
+from .matchers import result_as_compared
 from .values import (
     FLAT_TYPES,
     Matcher,
@@ -363,4 +364,4 @@ def result_ok(step: Step, call: ToolCall) -> bool:
         return False
     if step.result is UNSET:
         return True
-    return call.has_result and compare_value(step.result, call.result, "exact")
+    return call.has_result and compare_value(step.result, result_as_compared(step.result, call.result), "exact")

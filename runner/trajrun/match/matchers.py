@@ -7,6 +7,7 @@ where the suite wrote a ``$`` map; ``trajrun.match.values.compare_value`` compar
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 import traceback
@@ -461,3 +462,32 @@ _BUILDERS: dict[str, Callable[[str, Any, dict[str, Any], Path], Matcher]] = {
     "$not": _not,
     "$expr": _expr,
 }
+
+
+def result_as_compared(expected: Any, result: Any) -> Any:
+    """A tool result as an expectation sees it: JSON text of an object or array decoded, unless the
+    expectation is text itself (a string, ``$regex``, ``$icase``, ``$contains`` of a string).
+
+    OpenAI Chat and Responses carry every tool output as a string, so ``result: {lat: 51.5}`` must
+    see the object the tool returned; a string or pattern still sees the raw text.
+    """
+    if not isinstance(result, str) or result.lstrip()[:1] not in ("{", "[") or _wants_text(expected):
+        return result
+    try:
+        value = json.loads(result)
+    except (ValueError, RecursionError):
+        return result
+    return value if isinstance(value, (dict, list)) else result
+
+
+def _wants_text(expected: Any) -> bool:
+    """Whether an expectation compares with text: a string, or a matcher that tests strings."""
+    if isinstance(expected, (str, Regex, ICase)):
+        return True
+    if isinstance(expected, Contains):
+        return isinstance(expected.operand, str)
+    if isinstance(expected, Not):
+        return _wants_text(expected.operand)
+    if isinstance(expected, AllOf):
+        return any(map(_wants_text, expected.parts))
+    return False

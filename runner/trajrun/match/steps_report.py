@@ -16,6 +16,7 @@ from ..trajectory import ToolCall
 from .argrules import args_match
 from .compatibility import Candidates
 from .expectation import ANY_ARGS, UNSET, Expectation, Step
+from .matchers import result_as_compared
 from .pairing import Pairs
 from .values import MISSING, Diff, Matcher, compare_value, render_value
 
@@ -121,7 +122,8 @@ def step_diffs(cand: Candidates, index: int, call: ToolCall) -> list[str]:
             lines.append(f"result: expected {_show(step.result)}, got no recorded result")
         else:
             diffs = []
-            compare_value(step.result, call.result, "exact", (), frozenset(), diffs)
+            actual = result_as_compared(step.result, call.result)
+            compare_value(step.result, actual, "exact", (), frozenset(), diffs)
             lines += [_diff_line("result", d) for d in diffs]
     if step.error is not None and bool(call.error) != step.error:
         lines.append(f"error: expected {str(step.error).lower()}, got {str(bool(call.error)).lower()}")
