@@ -340,14 +340,14 @@ def test_validate_suite_reports_a_broken_golden_file(tmp_path: Path) -> None:
 
 
 def test_format_without_a_reader_is_a_load_error(tmp_path: Path) -> None:
-    """`format: otel` (no reader yet) is refused at load time, not when the case runs."""
+    """A format no reader exists for (``xml``) is refused at load time, not when the case runs."""
     path = _write(tmp_path, """
 cases:
   - name: traced
-    source: {file: trace.json, format: otel}
+    source: {file: trace.json, format: xml}
     steps: [search]
 """)
     assert _errors(path).splitlines() == [
-        f"{path}:4:40: cases[0].source.format: unknown format 'otel'; expected one of auto, graph, langgraph, "
+        f"{path}:4:40: cases[0].source.format: unknown format 'xml'; expected one of auto, otel, graph, langgraph, "
         "trajectory, anthropic, gemini, bedrock, openai-responses, langchain, openai"
     ]

@@ -25,6 +25,7 @@ def test_undetectable_document_lists_every_format_tried() -> None:
         load_trajectory(path)
     assert str(info.value) == (
         f"{path}: cannot tell the format of a list of 5 items; tried:\n"
+        "  otel: item 0 is neither an OTLP document nor a span\n"
         "  graph: no 'steps' list of node-name lists\n"
         "  langgraph: not a mapping\n"
         "  trajectory: no top-level 'tool_calls' list\n"
@@ -40,7 +41,7 @@ def test_undetectable_document_lists_every_format_tried() -> None:
 
 def test_undetectable_scalar() -> None:
     """A bare string is described as such."""
-    assert _error("hello").startswith("run.json: cannot tell the format of a string ('hello'); tried:\n  graph: ")
+    assert _error("hello").startswith("run.json: cannot tell the format of a string ('hello'); tried:\n  otel: ")
 
 
 def test_unknown_format_suggests_the_nearest() -> None:
@@ -51,7 +52,7 @@ def test_unknown_format_suggests_the_nearest() -> None:
 def test_unknown_format_without_a_near_name_lists_all() -> None:
     """With nothing close, the message lists every format."""
     assert _error([], "xyz") == (
-        "run.json: unknown format 'xyz'; use one of: auto, graph, langgraph, trajectory, anthropic, gemini, "
+        "run.json: unknown format 'xyz'; use one of: auto, otel, graph, langgraph, trajectory, anthropic, gemini, "
         "bedrock, openai-responses, langchain, openai"
     )
 

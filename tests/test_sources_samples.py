@@ -12,6 +12,7 @@ DATA = Path(__file__).parent / "data"
 
 BEDROCK = "samples/bedrock_converse/pydantic_ai_cassette_tooluse_error_result.json"
 RESPONSES = "samples/openai_responses/sdk_responses_model_dump.json"
+OPENINFERENCE = "samples/openinference/otlp_trace_openinference_openai.json"
 
 # (file under tests/data, select, the format detection must pick)
 SAMPLES = [
@@ -52,6 +53,10 @@ SAMPLES = [
     ("samples/openai_responses/sdk_responses_model_dump.json", "$.typical_input_list", "openai-responses"),
     ("samples/openai_responses/sdk_responses_model_dump.json", "$.response_output_model_dump", "openai-responses"),
     (RESPONSES, "$.response_output_model_dump_exclude_none", "openai-responses"),
+    ("samples/otel_genai/otlp_trace_genai_semconv.json", None, "otel"),
+    ("samples/otel_genai/spans_flat_genai_semconv.json", None, "otel"),
+    ("samples/openinference/spans_flat_openinference_openai.json", None, "otel"),
+    (OPENINFERENCE, "$..[?(@.traceId == '1b4a6c01c2aa53583070582904b8d2c2')]", "otel"),
     ("sources/openai_legacy_function_call.json", None, "openai"),
     ("sources/openai_argument_encodings.json", None, "openai"),
     ("sources/openai_responses_response.json", None, "openai-responses"),
@@ -68,7 +73,8 @@ IDS = [f"{name.split('/')[-1]}{select or ''}" for name, select, _ in SAMPLES]
 def test_formats_are_in_detection_order() -> None:
     """FORMATS lists the formats in the contract's detection order."""
     assert FORMATS == (
-        "graph", "langgraph", "trajectory", "anthropic", "gemini", "bedrock", "openai-responses", "langchain", "openai",
+        "otel", "graph", "langgraph", "trajectory", "anthropic", "gemini", "bedrock", "openai-responses", "langchain",
+        "openai",
     )  # fmt: skip
 
 

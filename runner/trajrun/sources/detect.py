@@ -2,7 +2,8 @@
 
 Formats are tried in the contract's order, first fit wins; between ``trajectory`` and
 ``anthropic`` a mapping with a ``messages`` list is read as that list. Each reader's ``read``
-raises ``NotThisFormat`` with a short reason, so detection never parses twice.
+raises ``NotThisFormat`` with a short reason, so detection never parses twice. An OpenTelemetry
+trace that is not one run (several traces, no LLM or tool span) stops detection with its own reason.
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from typing import Any
 
 from ..errors import SourceError
 from ..trajectory import Trajectory
-from . import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai, openai_responses
+from . import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai, openai_responses, otel
 from .builder import NotThisFormat, describe
 from .documents import load_document
 from .formats import FORMATS
 
 Reader = Callable[..., Trajectory]
 _READERS: dict[str, Reader] = dict(zip(FORMATS, (
-    graph.read, langgraph.read, native.read, anthropic.read, gemini.read, bedrock.read, openai_responses.read,
-    langchain.read, openai.read,
+    otel.read, graph.read, langgraph.read, native.read, anthropic.read, gemini.read, bedrock.read,
+    openai_responses.read, langchain.read, openai.read,
 )))  # fmt: skip
 _MESSAGE_FORMATS = frozenset(FORMATS[FORMATS.index("anthropic") :])
 
@@ -43,6 +44,8 @@ def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>")
         raise SourceError(f"unknown format {format!r}; {hint}", origin)
     try:
         return reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc)
+    except otel.NotOneRun as exc:
+        raise SourceError(exc.reason, origin) from None
     except NotThisFormat as exc:
         raise SourceError(f"expected a {format} document, found {describe(doc)}: {exc.reason}; check the "
                           "format, or use format: auto", origin) from None  # fmt: skip
@@ -72,6 +75,8 @@ def _detect(doc: Any, origin: str) -> Trajectory:
             current = _messages_of(doc)
         try:
             return reader(current, auto=True)
+        except otel.NotOneRun as exc:
+            raise SourceError(exc.reason, origin) from None
         except NotThisFormat as exc:
             reasons.append(f"  {name}: {exc.reason}")
     tried = "\n".join(reasons)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 FORMATS: tuple[str, ...] = (
-    "graph", "langgraph", "trajectory", "anthropic", "gemini", "bedrock", "openai-responses", "langchain", "openai",
+    "otel", "graph", "langgraph", "trajectory", "anthropic", "gemini", "bedrock", "openai-responses", "langchain",
+    "openai",
 )
 """Every reader's name; a ``format:`` key takes one of these or ``auto``."""

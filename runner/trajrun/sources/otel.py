@@ -1,0 +1,392 @@
+"""OpenTelemetry traces (GenAI semantic conventions, both generations, and OpenInference) read as one agent run.
+
+Documents: an OTLP/JSON export (``resourceSpans → scopeSpans → spans``, camelCase or protobuf's
+snake_case), a list of them (the Collector's file exporter writes one per line, so a ``.jsonl``
+file reads as that list), a list of spans, ``{spans: […]}``, Phoenix's ``{data: […]}``, or one
+span. A span is OTLP (attributes as ``[{key, value}]``), the Python SDK's ``to_json``
+(``context.span_id``, ISO times, ``0x`` ids), Phoenix's (``span_kind``) or a flat
+``{span_id, attributes}``. Ids may be hex or base64; spans are put in start-time order (parents
+first on ties), or parents before children and siblings in file order when times are missing.
+
+**One trace.** A document holding several traces is refused with their ids and the ``select``
+that picks one (``$..[?(@.traceId == '…')]``, which keeps that trace's spans): the Collector
+writes every run of a service to one file, and silently merging runs would mix them. Spans
+without a trace id count as one trace.
+
+**Calls** are the tool-execution spans (``gen_ai.operation.name: execute_tool``, or OpenInference
+``TOOL``) in start-time order, except ADK's ``execute_tool (merged)`` summary of parallel calls. A
+trace with none gives the calls requested in LLM spans' output messages (``gen_ai.output.messages``
+as an attribute or an event, OpenInference ``llm.output_messages.N.message.tool_calls.M``,
+OpenLLMetry's indexed ``gen_ai.completion.N.tool_calls.M``, ``gen_ai.choice`` events); their results
+are the tool messages that follow the last assistant message in a later LLM span's input. Input
+messages are history and never count as calls. A trace with no LLM or tool span, or whose LLM
+spans finished to call tools without recording which, is an error that says what is missing.
+
+**Turns** are LLM spans; a call's turn is the latest LLM span that started before it, so parallel
+calls requested by one LLM span share its turn. A trace with no LLM span makes each call its own
+turn. Usage is each LLM span's ``gen_ai.usage.*`` or ``llm.token_count.*``; the answer is the text
+of the last LLM output that has text.
+
+**Arguments not captured** (content capture is opt-in): a tool span's missing arguments come from
+the LLM span's request with the same call id, or of the same tool in its turn, when that was
+captured; otherwise they are the string :data:`NOT_CAPTURED`. A raw string is what ``ToolCall.args``
+holds for arguments that cannot be read, so a step with arguments fails showing that string instead
+of comparing against a made-up ``{}``; a bare name step still matches. Results recorded as JSON text
+(``gen_ai.tool.call.result``, ``output.value``) are decoded; a tool span's error flag is its status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ..trajectory import Trajectory, Usage
+from .builder import Builder, decode_args, make_usage
+from .otel_spans import NotOneRun, Span, first, no_run, spans_of
+
+FORMAT = "otel"
+NOT_CAPTURED = "<not captured>"
+"""The arguments of a call whose span did not capture them (content capture off) and whose request was not seen."""
+
+_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+_ASSISTANT = frozenset({"assistant", "model"})
+_TOOL_CALL_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
+_MERGED = "(merged tools)"  # google-adk's extra span for parallel calls: its children are already counted
+_EVENT_ROLES = {
+    "gen_ai.system.message": "system", "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool",
+}  # fmt: skip
+_USAGE_KEYS = (
+    ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"),
+    ("llm.token_count.prompt", "llm.token_count.completion"),
+    ("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"),  # before semconv 1.27, and OpenLLMetry
+)
+
+
+class _Message(NamedTuple):
+    """A chat message as far as a run needs it: text, requested calls, tool results."""
+
+    role: Any
+    text: str | None
+    calls: list[tuple[Any, Any, Any]]
+    results: list[tuple[Any, Any, Any]]
+
+
+class _Turn(NamedTuple):
+    """An LLM span: its output text and requested calls, usage, and the tool results new in its input."""
+
+    text: str | None
+    usage: Usage | None
+    requests: list[tuple[Any, Any, Any]]
+    results: list[tuple[Any, Any, Any]]
+    unseen_calls: bool
+
+
+class _Execution(NamedTuple):
+    """A tool-execution span: name, arguments (``None`` when not captured), call id, result, error flag."""
+
+    name: str
+    args: Any
+    call_id: Any
+    result: Any
+    has_result: bool
+    error: bool
+
+
+def read(doc: Any, *, auto: bool = False) -> Trajectory:
+    """Read one trace's GenAI or OpenInference spans into a run."""
+    spans = spans_of(doc)
+    steps: list[_Turn | _Execution] = []
+    for span in spans:
+        kind = _kind(span)
+        if kind == "llm":
+            steps.append(_turn(span))
+        elif kind == "tool" and span.attrs.get("gen_ai.tool.name") != _MERGED and span.name != "execute_tool (merged)":
+            steps.append(_execution(span))
+    if not steps:
+        raise NotOneRun(no_run(spans))
+    if any(isinstance(step, _Execution) for step in steps):
+        return _from_executions(steps)
+    return _from_requests([step for step in steps if isinstance(step, _Turn)])
+
+
+# Span kinds
+
+
+def _kind(span: Span) -> str | None:
+    """``tool`` for a tool execution, ``llm`` for a model call, else None (agent, chain, HTTP, …)."""
+    attrs = span.attrs
+    operation = attrs.get("gen_ai.operation.name")
+    if operation == "execute_tool" or span.oi_kind == "TOOL":
+        return "tool"
+    if operation in _LLM_OPERATIONS or span.oi_kind == "LLM":
+        return "llm"
+    if operation is None and span.oi_kind in (None, "UNKNOWN"):  # Phoenix says UNKNOWN for a non-OpenInference span
+        if "gen_ai.tool.name" in attrs:
+            return "tool"
+        request = attrs.get("llm.request.type")  # OpenLLMetry, which sets no operation name
+        if request in ("chat", "completion") or (request is None and "gen_ai.request.model" in attrs):
+            return "llm"
+    return None
+
+
+# LLM spans
+
+
+def _turn(span: Span) -> _Turn:
+    """An LLM span's first output message (choice 0), usage, and the tool results its input adds."""
+    outputs = _messages(span, _OUTPUT_READERS)
+    first = outputs[0] if outputs else _Message(None, None, [], [])
+    reasons = span.attrs.get("gen_ai.response.finish_reasons")
+    unseen = not outputs and bool(_TOOL_CALL_REASONS.intersection(reasons if isinstance(reasons, list) else ()))
+    return _Turn(first.text, _usage(span.attrs), first.calls, _new_results(_messages(span, _INPUT_READERS)), unseen)
+
+
+def _usage(attrs: dict[str, Any]) -> Usage | None:
+    """The span's token counts under the first convention it uses (OpenLLMetry writes two at once)."""
+    for inputs, outputs in _USAGE_KEYS:
+        usage = make_usage(attrs, (inputs,), (outputs,))
+        if usage is not None:
+            return usage
+    return None
+
+
+def _new_results(inputs: list[_Message]) -> list[tuple[Any, Any, Any]]:
+    """The tool results after the last assistant message: the answers to the previous turn's calls."""
+    last = max((i for i, message in enumerate(inputs) if message.role in _ASSISTANT), default=-1)
+    return [result for message in inputs[last + 1 :] for result in message.results]
+
+
+def _messages(span: Span, readers: tuple[Callable[[Span], list[_Message]], ...]) -> list[_Message]:
+    """The messages of the first convention that has any."""
+    for reader in readers:
+        messages = reader(span)
+        if messages:
+            return messages
+    return []
+
+
+def _genai_reader(key: str) -> Callable[[Span], list[_Message]]:
+    """Semconv ≥1.37 ``gen_ai.{input,output}.messages``: a JSON string on the span or on an event."""
+
+    def read(span: Span) -> list[_Message]:
+        value = span.attrs.get(key)
+        if value is None:
+            value = next((attrs[key] for _, attrs in span.events if key in attrs), None)
+        items = _json(value)
+        return [_genai_message(m) for m in items if isinstance(m, dict)] if isinstance(items, list) else []
+
+    return read
+
+
+def _genai_message(raw: dict[str, Any]) -> _Message:
+    """A ``{role, parts}`` message; a server tool call is a call like any other."""
+    texts, calls, results = [], [], []
+    for part in raw.get("parts") or ():
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("content"), str):
+            texts.append(part["content"])
+        elif kind in ("tool_call", "server_tool_call"):
+            calls.append((part.get("name"), part.get("arguments", part.get("server_tool_call")), part.get("id")))
+        elif kind in ("tool_call_response", "server_tool_call_response"):
+            results.append((part.get("response", part.get("server_tool_call_response")), part.get("id"), None))
+    return _Message(raw.get("role"), "".join(texts) or None, calls, results)
+
+
+def _indexed_reader(prefix: str, parse: Callable[[dict[str, Any]], _Message]) -> Callable[[Span], list[_Message]]:
+    """Messages flattened into indexed attributes (``prefix.N.…``)."""
+    return lambda span: [parse(item) for item in _indexed(span.attrs, prefix)]
+
+
+def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """The items of a flattened list: ``prefix.N.rest`` keys grouped by N, or a list value (Phoenix)."""
+    value = attrs.get(prefix)
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, dict)]
+    items: dict[int, dict[str, Any]] = {}
+    head = prefix + "."
+    for key, item in attrs.items():
+        if key.startswith(head):
+            index, _, rest = key[len(head) :].partition(".")
+            if index.isdigit() and rest:
+                items.setdefault(int(index), {})[rest] = item
+    return [items[i] for i in sorted(items)]
+
+
+def _openinference_message(item: dict[str, Any]) -> _Message:
+    """OpenInference's ``message.role``, ``.content`` or text ``.contents``, ``.tool_calls``, ``.tool_call_id``."""
+    role, content = item.get("message.role"), item.get("message.content")
+    if not isinstance(content, str):
+        parts = _indexed(item, "message.contents")
+        texts = [p.get("message_content.text") for p in parts if p.get("message_content.type", "text") == "text"]
+        content = "".join(t for t in texts if isinstance(t, str))
+    calls = [(c.get("tool_call.function.name"), c.get("tool_call.function.arguments"), c.get("tool_call.id"))
+             for c in _indexed(item, "message.tool_calls")]  # fmt: skip
+    if "message.function_call_name" in item:  # legacy OpenAI function calling
+        calls.append((item["message.function_call_name"], item.get("message.function_call_arguments_json"), None))
+    if role == "tool":
+        return _Message(role, None, [], [(content, item.get("message.tool_call_id"), item.get("message.name"))])
+    return _Message(role, content or None, calls, [])
+
+
+def _openllmetry_message(item: dict[str, Any]) -> _Message:
+    """OpenLLMetry's ``role``, ``content``, ``tool_calls.M.{id,name,arguments}``, ``function_call.*``."""
+    role, content = item.get("role"), item.get("content")
+    calls = [(c.get("name"), c.get("arguments"), c.get("id")) for c in _indexed(item, "tool_calls")]
+    if "function_call.name" in item:
+        calls.append((item["function_call.name"], item.get("function_call.arguments"), None))
+    if role == "tool":
+        return _Message(role, None, [], [(content, item.get("tool_call_id"), None)])
+    return _Message(role, content if isinstance(content, str) and content else None, calls, [])
+
+
+def _event_inputs(span: Span) -> list[_Message]:
+    """Semconv 1.28–1.36 per-message events (``gen_ai.user.message``, ``gen_ai.tool.message``, …)."""
+    messages = []
+    for name, attrs in span.events:
+        role = _EVENT_ROLES.get(name)
+        if role is not None:
+            body = _event_body(attrs)
+            results = [(body.get("content"), body.get("id"), None)] if role == "tool" else []
+            messages.append(_Message(role, None, [], results))
+    return messages
+
+
+def _event_outputs(span: Span) -> list[_Message]:
+    """Semconv 1.28–1.36 ``gen_ai.choice`` events: ``message`` with ``content`` and OpenAI-style ``tool_calls``."""
+    messages = []
+    for name, attrs in span.events:
+        message = _event_body(attrs).get("message") if name == "gen_ai.choice" else None
+        if isinstance(message, dict):
+            calls = [(c.get("function", {}).get("name"), c.get("function", {}).get("arguments"), c.get("id"))
+                     for c in message.get("tool_calls") or () if isinstance(c, dict)]  # fmt: skip
+            text = message.get("content")
+            messages.append(_Message("assistant", text if isinstance(text, str) and text else None, calls, []))
+    return messages
+
+
+def _event_body(attrs: dict[str, Any]) -> dict[str, Any]:
+    """An event's body: the JSON in ``gen_ai.event.content`` (Azure SDKs), else its attributes."""
+    body = _json(attrs.get("gen_ai.event.content"))
+    return body if isinstance(body, dict) else attrs
+
+
+_INPUT_READERS = (
+    _genai_reader("gen_ai.input.messages"),
+    _indexed_reader("llm.input_messages", _openinference_message),
+    _indexed_reader("gen_ai.prompt", _openllmetry_message),
+    _event_inputs,
+)
+_OUTPUT_READERS = (
+    _genai_reader("gen_ai.output.messages"),
+    _indexed_reader("llm.output_messages", _openinference_message),
+    _indexed_reader("gen_ai.completion", _openllmetry_message),
+    _event_outputs,
+)
+
+
+# Tool spans
+
+
+def _execution(span: Span) -> _Execution:
+    """A tool span: GenAI ``gen_ai.tool.*``, OpenInference ``tool.name``/``input.value``/``output.value``, old ADK."""
+    attrs = span.attrs
+    name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or span.name.removeprefix("execute_tool ")
+    call_id = first(attrs, "gen_ai.tool.call.id", "tool_call.id")
+    args = first(attrs, "gen_ai.tool.call.arguments", "tool_call.function.arguments", "input.value",
+                  "gcp.vertex.agent.tool_call_args")  # fmt: skip
+    raw = first(attrs, "gen_ai.tool.call.result", "output.value", "gcp.vertex.agent.tool_response")
+    result, message_id, message_error = _tool_message(_structured(raw))
+    return _Execution(str(name), args, call_id if call_id is not None else message_id, result, raw is not None,
+                      span.failed or message_error)  # fmt: skip
+
+
+def _tool_message(value: Any) -> tuple[Any, Any, bool]:
+    """A LangChain ToolMessage that OpenInference serialized as a tool's output: its content, call id, error status."""
+    if isinstance(value, dict) and list(value) == ["output"]:
+        value = value["output"]
+    if isinstance(value, dict) and value.get("type") == "tool" and "tool_call_id" in value:
+        return value.get("content"), value["tool_call_id"], value.get("status") == "error"
+    return value, None, False
+
+
+# Building the run
+
+
+def _from_executions(steps: list[_Turn | _Execution]) -> Trajectory:
+    """Calls from tool spans: turns from LLM spans, arguments from requests when the span has none."""
+    builder = Builder()
+    turns = [step for step in steps if isinstance(step, _Turn)]
+    by_id = {call_id: args for turn in turns for _, args, call_id in turn.requests if call_id is not None}
+    answers = {i: content for turn in turns for content, i, _ in turn.results if i is not None}
+    waiting: list[tuple[Any, Any, Any]] = []
+    executions = []
+    for step in steps:
+        if isinstance(step, _Turn):
+            builder.turn(step.text, step.usage)
+            waiting = list(step.requests)
+            continue
+        if not turns:
+            builder.turn()
+        builder.call(step.name, _arguments(step, by_id, waiting), step.call_id)
+        executions.append(step)
+    trajectory = builder.finish(FORMAT)
+    calls = tuple(
+        call._replace(result=e.result, has_result=True, error=e.error) if e.has_result
+        else call._replace(result=answers.get(e.call_id), has_result=e.call_id in answers, error=e.error)
+        for call, e in zip(trajectory.calls, executions)
+    )  # fmt: skip
+    return dataclasses.replace(trajectory, calls=calls)
+
+
+def _arguments(step: _Execution, by_id: dict[Any, Any], waiting: list[tuple[Any, Any, Any]]) -> Any:
+    """The span's arguments when they decode to an object; else its request's (by id, or the turn's next by name)."""
+    by_name = step.call_id not in by_id
+    request = next((r for r in waiting if (r[0] == step.name if by_name else r[2] == step.call_id)), None)
+    if request is not None:
+        waiting.remove(request)
+    args = None if step.args is None else decode_args(step.args)
+    if isinstance(args, dict):
+        return args
+    if not by_name:
+        return by_id[step.call_id]
+    if request is not None:
+        return request[1]
+    return NOT_CAPTURED if args is None else args
+
+
+def _from_requests(turns: list[_Turn]) -> Trajectory:
+    """Calls requested in LLM outputs, each turn's results from the next LLM span's input."""
+    unseen = next((i for i, turn in enumerate(turns) if turn.unseen_calls), None)
+    if unseen is not None:
+        raise NotOneRun(f"LLM span {unseen} finished to call tools, but the trace has no tool spans and no captured "
+                        "messages to say which; turn on content capture (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_"
+                        "CONTENT) or trace the tools")  # fmt: skip
+    builder = Builder()
+    for turn in turns:
+        for content, call_id, name in turn.results:
+            builder.result(content, call_id, name)
+        builder.turn(turn.text, turn.usage)
+        for name, args, call_id in turn.requests:
+            builder.call(name, args, call_id)
+    return builder.finish(FORMAT)
+
+
+def _json(value: Any) -> Any:
+    """A JSON-string attribute decoded; structured values as they are, bad JSON as None."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
+
+
+def _structured(value: Any) -> Any:
+    """A result recorded as JSON text (as OpenTelemetry records structured values) decoded; other text as is."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        decoded = _json(value)
+        return value if decoded is None else decoded
+    return value

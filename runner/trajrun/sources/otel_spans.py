@@ -1,0 +1,279 @@
+"""OpenTelemetry spans as trajrun reads them: OTLP/JSON exports, SDK and Phoenix span lists, one trace.
+
+Normalises every shape the ``otel`` reader accepts into ``Span`` objects (attributes flattened,
+ids as lowercase hex, start times in nanoseconds), in start-time order, and refuses a document
+holding several traces.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .builder import NotThisFormat
+
+_HEX = frozenset("0123456789abcdef")
+
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+
+class NotOneRun(Exception):
+    """A document that is an OpenTelemetry trace but not one readable run; detection stops here with the reason."""
+
+    def __init__(self, reason: str) -> None:
+        """Keep the reason for the error message."""
+        super().__init__(reason)
+        self.reason = reason
+
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Span:
+    """One span, whatever the exporter: flat attributes, events, ids, start time and status."""
+
+    index: int
+    name: str
+    attrs: dict[str, Any]
+    events: tuple[tuple[str, dict[str, Any]], ...]
+    span_id: str | None
+    parent_id: str | None
+    trace_id: str | None
+    trace_ref: tuple[str, str]
+    oi_kind: str | None
+    start: int | None
+    failed: bool
+
+
+
+def _raw_spans(doc: Any) -> list[dict[str, Any]]:
+    """The span mappings of any accepted shape, in file order."""
+    if isinstance(doc, dict):
+        if _is_export(doc):
+            return _some(_export_spans(doc))
+        for key in ("spans", "data"):
+            items = doc.get(key)
+            if isinstance(items, list) and items and all(map(_is_span, items)):
+                return items
+        if _is_span(doc):
+            return [doc]
+        raise NotThisFormat("no 'resourceSpans', no list of spans, and not a span (no spanId)")
+    if not isinstance(doc, list) or not doc:
+        raise NotThisFormat("not an OTLP document, a list of spans or a span")
+    spans: list[dict[str, Any]] = []
+    for i, item in enumerate(doc):
+        if isinstance(item, dict) and _is_export(item):
+            spans += _export_spans(item)
+        elif _is_span(item):
+            spans.append(item)
+        else:
+            raise NotThisFormat(f"item {i} is neither an OTLP document nor a span")
+    return _some(spans)
+
+
+
+def _is_export(doc: dict[str, Any]) -> bool:
+    """An OTLP ``ExportTraceServiceRequest`` (camelCase as OTLP/JSON, snake_case as protobuf field names)."""
+    return isinstance(doc.get("resourceSpans", doc.get("resource_spans")), list)
+
+
+
+def _is_span(item: Any) -> bool:
+    """A span mapping: it has a span id somewhere an exporter puts one."""
+    return isinstance(item, dict) and _field(item, "spanId", "span_id", "context.span_id")[1] is not None
+
+
+
+def _export_spans(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every span of an OTLP export (resource, then scope, then span)."""
+    return [
+        span
+        for resource in doc.get("resourceSpans", doc.get("resource_spans")) or ()
+        if isinstance(resource, dict)
+        for scope in first(resource, "scopeSpans", "scope_spans", "instrumentationLibrarySpans") or ()
+        if isinstance(scope, dict)
+        for span in scope.get("spans") or ()
+        if isinstance(span, dict)
+    ]
+
+
+
+def _some(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The spans of OTLP documents, refusing none at all (an export of nothing is no run)."""
+    if not spans:
+        raise NotOneRun("an OTLP document with no spans: nothing to read as a run")
+    return spans
+
+
+
+def _span(raw: dict[str, Any], index: int) -> Span:
+    """One span mapping in the normal form."""
+    attrs = _attributes(raw.get("attributes"))
+    events = tuple((str(e.get("name", "")), _attributes(e.get("attributes"))) for e in raw.get("events") or ()
+                   if isinstance(e, dict))  # fmt: skip
+    trace_key, trace = _field(raw, "traceId", "trace_id", "context.trace_id")
+    oi_kind = attrs.get("openinference.span.kind", raw.get("span_kind"))  # Phoenix moves the kind out
+    return Span(
+        index, str(raw.get("name") or ""), attrs, events,
+        _hex_id(_field(raw, "spanId", "span_id", "context.span_id")[1]),
+        _hex_id(_field(raw, "parentSpanId", "parent_span_id", "parent_id")[1]),
+        _hex_id(trace), (trace_key, str(trace)), oi_kind.upper() if isinstance(oi_kind, str) else None,
+        _start(_field(raw, "startTimeUnixNano", "start_time_unix_nano", "start_time")[1]), _failed(raw, attrs),
+    )  # fmt: skip
+
+
+
+def _field(raw: dict[str, Any], *names: str) -> tuple[str, Any]:
+    """The first of ``names`` present (``a.b`` looks inside mapping ``a``): the name and its value."""
+    for name in names:
+        head, _, tail = name.partition(".")
+        holder = raw.get(head) if tail else raw
+        value = holder.get(tail or name) if isinstance(holder, dict) else None
+        if value is not None and value != "":
+            return name, value
+    return names[0], None
+
+
+
+def first(mapping: dict[str, Any], *keys: str) -> Any:
+    """The value of the first key present."""
+    return next((mapping[key] for key in keys if mapping.get(key) is not None), None)
+
+
+
+def _attributes(raw: Any) -> dict[str, Any]:
+    """Attributes as a flat mapping: OTLP's ``[{key, value: AnyValue}]`` decoded, a mapping as is."""
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, list):
+        return {}
+    pairs = (kv for kv in raw if isinstance(kv, dict) and isinstance(kv.get("key"), str))
+    return {kv["key"]: _any_value(kv.get("value")) for kv in pairs}
+
+
+
+def _any_value(value: Any) -> Any:
+    """An OTLP ``AnyValue`` as a plain value; ``intValue`` is a string in OTLP/JSON."""
+    if not isinstance(value, dict):
+        return value
+    for key, item in value.items():
+        if key in ("intValue", "int_value"):
+            return int(item) if isinstance(item, (int, str)) and str(item).lstrip("-").isdigit() else item
+        if key in ("arrayValue", "array_value"):
+            return [_any_value(v) for v in (item or {}).get("values") or ()]
+        if key in ("kvlistValue", "kvlist_value"):
+            return _attributes((item or {}).get("values"))
+        return item
+    return None
+
+
+
+def _hex_id(raw: Any) -> str | None:
+    """A trace or span id as lowercase hex: OTLP/JSON writes hex, protobuf's MessageToJson base64, the SDK ``0x…``."""
+    if not isinstance(raw, str):
+        return None if raw is None else str(raw)
+    text = raw.lower().removeprefix("0x")
+    if len(text) in (16, 32) and set(text) <= _HEX:
+        return text if text.strip("0") else None
+    try:
+        data = base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        return raw
+    return data.hex() if len(data) in (8, 16) else raw
+
+
+
+def _start(raw: Any) -> int | None:
+    """A start time as one sortable integer: OTLP nanoseconds (a string in OTLP/JSON), or an ISO time."""
+    if isinstance(raw, bool) or raw is None:
+        return None
+    if isinstance(raw, (int, float)):
+        return int(raw)  # whatever the unit: every span of one document has the same
+    text = str(raw)
+    if text.isdigit():
+        return int(text)
+    # Python 3.10's fromisoformat takes neither "Z" nor nanoseconds
+    text = _FRACTION.sub(lambda m: "." + m[1][:6].ljust(6, "0"), text.replace("Z", "+00:00"), count=1)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+
+def _failed(raw: dict[str, Any], attrs: dict[str, Any]) -> bool:
+    """Whether the status is ERROR (``2``, ``STATUS_CODE_ERROR``, ``StatusCode.ERROR``) or ``error.type`` is set."""
+    status = raw.get("status")
+    code = first(status, "code", "status_code") if isinstance(status, dict) else status
+    code = raw.get("status_code") if code is None else code
+    return code == 2 or (isinstance(code, str) and code.upper().endswith("ERROR")) or "error.type" in attrs
+
+
+
+def _ordered(spans: list[Span]) -> list[Span]:
+    """Spans by start time, parents before children on ties; without times, the tree in file order."""
+    tree = _preorder(spans)
+    if any(span.start is None for span in spans):
+        return tree
+    rank = {span.index: i for i, span in enumerate(tree)}
+    return sorted(spans, key=lambda span: (span.start, rank[span.index]))
+
+
+
+def _preorder(spans: list[Span]) -> list[Span]:
+    """Every span after its parent, siblings in file order (exporters write spans as they end)."""
+    known = {span.span_id for span in spans}
+    children: dict[str | None, list[Span]] = {}
+    for span in spans:
+        children.setdefault(span.parent_id if span.parent_id in known else None, []).append(span)
+    out: list[Span] = []
+    stack = list(reversed(children.get(None, [])))
+    while stack:
+        span = stack.pop()
+        out.append(span)
+        stack += reversed(children.pop(span.span_id, []) if span.span_id is not None else [])
+    seen = {span.index for span in out}
+    return out + [span for span in spans if span.index not in seen]  # a cycle of parents: file order
+
+
+
+def _check_one_trace(spans: list[Span]) -> None:
+    """Refuse several traces, naming them and the ``select`` that picks one."""
+    traces = {span.trace_id: span.trace_ref for span in spans if span.trace_id is not None}
+    if len(traces) < 2:
+        return
+    refs = list(traces.values())
+    shown = ", ".join(raw for _, raw in refs[:5]) + (", …" if len(refs) > 5 else "")
+    key, raw = refs[0]
+    raise NotOneRun(f"the document holds {len(refs)} traces ({shown}) and a run is one trace; pick one with "
+                    f"select: \"$..[?(@.{key} == '{raw}')]\"")  # fmt: skip
+
+
+
+def no_run(spans: list[Span]) -> str:
+    """What a trace without LLM or tool spans lacks, for the error message."""
+    names = ", ".join(repr(span.name) for span in spans[:4]) + (", …" if len(spans) > 4 else "")
+    count = f"{len(spans)} span{'s' if len(spans) != 1 else ''}"
+    return (f"an OpenTelemetry trace of {count} ({names}) with no LLM or tool span: no span has "
+            "gen_ai.operation.name chat, generate_content, text_completion or execute_tool, gen_ai.tool.name, or "
+            "openinference.span.kind LLM or TOOL; trace the agent with a GenAI or OpenInference "
+            "instrumentation")  # fmt: skip
+
+
+def spans_of(doc: Any) -> list[Span]:
+    """The spans of a document holding one trace, in start-time order; raises ``NotOneRun`` for several."""
+    spans = _ordered([_span(raw, i) for i, raw in enumerate(_raw_spans(doc))])
+    _check_one_trace(spans)
+    return spans
