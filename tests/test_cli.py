@@ -1,7 +1,13 @@
-"""The ``trajrun`` command as a real subprocess: exit codes, last lines, tables and report files."""
+"""The ``trajrun`` command: exit codes, last lines, tables and report files.
+
+Most tests invoke the command in process through click's ``CliRunner`` (fast); the real entry point
+(``python -m trajrun``) runs as a subprocess where a test needs a process of its own: worker
+processes under ``-j``, a kill mid-write, the module entry point itself.
+"""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -11,7 +17,10 @@ from pathlib import Path
 
 import pytest
 import xmlschema
+from click.testing import CliRunner
 from junitparser import JUnitXml
+
+from trajrun.cli import main
 
 DATA = Path(__file__).parent / "data"
 XSD = DATA / "junit-10.xsd"
@@ -27,12 +36,24 @@ WEATHER_RUN = {
 }
 
 
-def trajrun(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m trajrun ARGS`` in ``cwd`` with colours off."""
+def trajrun_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m trajrun ARGS`` in ``cwd`` with colours off, as a real process."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "trajrun", *args], cwd=cwd, capture_output=True, text=True, env=full_env, timeout=120
     )
+
+
+def trajrun(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Invoke ``trajrun ARGS`` in process from ``cwd`` with colours off; the result reads like a finished process."""
+    previous, thresholds = Path.cwd(), gc.get_threshold()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, list(args), env={"NO_COLOR": "1", **(env or {})}, catch_exceptions=False)
+    finally:
+        os.chdir(previous)
+        gc.set_threshold(*thresholds)  # `run` tunes the collector for its own process
+    return subprocess.CompletedProcess(["trajrun", *args], result.exit_code, result.stdout, result.stderr)
 
 
 def last_line(text: str) -> str:
@@ -218,7 +239,7 @@ def test_shards_together_run_every_case_once(tmp_path: Path) -> None:
 def test_jobs_give_the_same_results_as_serial(project: Path) -> None:
     """-j 2 and -j 3 report the same outcomes, messages, load errors and order as -j 1."""
     def outcomes(jobs: str) -> tuple[int, list[tuple[str, str, str]], list[list[str]], str]:
-        proc = trajrun("run", "suites", "-j", jobs, "--json", f"j{jobs}.json", cwd=project)
+        proc = trajrun_process("run", "suites", "-j", jobs, "--json", f"j{jobs}.json", cwd=project)
         report = json.loads((project / f"j{jobs}.json").read_text())
         cases = [(c["id"], c["outcome"], c["message"]) for s in report["suites"] for c in s["cases"]]
         errors = [s["load_errors"] for s in report["suites"]]
@@ -238,14 +259,15 @@ def test_jobs_give_the_same_results_as_serial(project: Path) -> None:
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_exitfirst_stops_after_first_failure(project: Path, jobs: str) -> None:
-    """-x stops at the first failing case (with -j, later results are dropped)."""
+    """-x stops at the first failing case (with -j, later results are dropped) and says how many did not run."""
     write_suite(project / "suites" / "zzz.suite.yaml", """
         cases:
           - {name: later, source: weather.json, never: [x]}
     """)
-    proc = trajrun("run", "suites", "-x", "-j", jobs, cwd=project)
+    proc = trajrun_process("run", "suites", "-x", "-j", jobs, cwd=project)
     assert proc.returncode == 1
-    assert last_line(proc.stdout).startswith("1 passed, 1 failed in ")
+    assert last_line(proc.stdout).startswith("1 passed, 1 failed, ")
+    assert " not run (stopped at the first failure) in " in last_line(proc.stdout)
 
 
 def test_update_golden_creates_missing_file(tmp_path: Path) -> None:
@@ -312,7 +334,26 @@ def test_killed_mid_write_keeps_previous_report(project: Path) -> None:
     hook = project / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(KILLER)
-    proc = trajrun("run", "suites", "--junit-xml", "junit.xml", cwd=project, env={"PYTHONPATH": str(hook)})
+    proc = trajrun_process("run", "suites", "--junit-xml", "junit.xml", cwd=project, env={"PYTHONPATH": str(hook)})
     assert proc.returncode == -9
     assert (project / "junit.xml").read_text() == before
     assert sorted(p.name for p in project.iterdir() if p.name.startswith("junit")) == ["junit.xml"]
+
+
+def test_json_dash_writes_the_report_to_stdout(project: Path) -> None:
+    """``--json -`` prints the JSON report alone on stdout (no file named ``-``); the console report goes to stderr."""
+    proc = trajrun("run", "suites/weather.suite.yaml", "--json", "-", cwd=project)
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert report["summary"]["failed"] >= 1 and report["suites"][0]["name"] == "weather"
+    assert last_line(proc.stderr).startswith(f"{report['summary']['passed']} passed, ")
+    assert not (project / "-").exists()
+
+
+def test_empty_shard_exits_0_and_says_so(project: Path) -> None:
+    """A shard that gets none of the selected cases passes (a CI matrix may have more shards than cases);
+    selecting nothing at all without --shard still exits 5."""
+    proc = trajrun("run", "suites/weather.suite.yaml", "-k", "parallel", "--shard", "50/50", cwd=project)
+    assert proc.returncode == 0, proc.stdout
+    assert last_line(proc.stdout).startswith("no cases in this shard, 2 deselected in ")
+    assert trajrun("run", "suites/weather.suite.yaml", "-k", "nothing_is_called_this", cwd=project).returncode == 5

@@ -1,13 +1,91 @@
-"""Atomic report files: write a temporary file beside the target, then rename it into place."""
+"""Writing files safely (reports, golden files): atomically, and only ever replacing a regular file.
+
+A temporary file is written beside the target, then renamed into place. A device (``/dev/null``,
+``/dev/full``), a folder, a FIFO or a socket at the path, directly or behind a symlink, is refused
+with a ``FileWriteError``, because renaming over it would swap a system file for trajrun's output.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
-from collections.abc import Callable
+import stat
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from .errors import TrajrunError
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
+if sys.platform != "win32":
+    import fcntl
+
+
+class FileWriteError(TrajrunError):
+    """A file that cannot be written: names the path, what went wrong and a fix."""
+
+
+def special_kind(path: str | os.PathLike[str]) -> str | None:
+    """``a FIFO (named pipe)``, ``a folder``…: what ``path`` is when it exists and is no regular file (links
+    followed); None for a regular file or nothing. Reading or renaming over such a path would hang or harm."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def check_target(path: str | os.PathLike[str], what: str = "report") -> Path:
+    """The file that writing ``what`` at ``path`` replaces (a symlink is followed); raises unless it is a
+    regular file or does not exist yet."""
+    target = Path(os.path.realpath(path))
+    try:
+        target.stat()
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise FileWriteError(_os_problem(path, exc, what)) from None
+    kind = special_kind(target)
+    if kind is None:
+        return target
+    shown = str(path) if str(target) == os.path.abspath(path) else f"{path} (-> {target})"
+    raise FileWriteError(f"cannot write {shown}: it is {kind}, and a {what} only replaces a regular file; "
+                         "give the path of a file, such as reports/trajrun.xml")
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``folder`` while writing into it, so concurrent writers of one file take
+    turns (POSIX; elsewhere the atomic rename alone)."""
+    if sys.platform == "win32":
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _os_problem(path: str | os.PathLike[str], exc: OSError, what: str = "report") -> str:
+    """``cannot write PATH: reason; fix`` for an operating-system error."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        fix = "free some space or write to another disk"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = "write to a folder you can write to"
+    else:
+        fix = "check the path, or write elsewhere"
+    return f"cannot write {what} {path}: {reason}; {fix} (any previous file there is unchanged)"
 
 
 def _open_temp(target: Path) -> tuple[Path, BinaryIO]:
@@ -31,24 +109,31 @@ def _sync_folder(folder: Path) -> None:
             os.close(fd)
 
 
-def atomic_write(path: str | os.PathLike[str], dump: Callable[[BinaryIO], None]) -> None:
+def atomic_write(path: str | os.PathLike[str], dump: Callable[[BinaryIO], None], what: str = "report") -> None:
     """Write a file through ``dump`` so readers see the old file or the whole new one, never half.
 
     The bytes go to a temporary file in the same folder, are flushed and fsynced, then
-    ``os.replace`` swaps it in. On any failure (an exception, Ctrl-C) the temporary file is
-    removed and the previous report stays untouched. Missing parent folders are created.
+    ``os.replace`` swaps it in. On any failure (an exception, a full disk, Ctrl-C) the temporary
+    file is removed and the previous file stays untouched. Missing parent folders are created.
+    A symlink to a regular file is followed: the file it names is replaced, the link kept.
+    Raises ``FileWriteError`` for a target that is not a regular file and for any OS error.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp, handle = _open_temp(target)
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        target = check_target(path, what)
+        temp, handle = _open_temp(target)
+    except OSError as exc:
+        raise FileWriteError(_os_problem(path, exc, what)) from None
     try:
         with handle:
             dump(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             temp.unlink()
+        if isinstance(exc, OSError):
+            raise FileWriteError(_os_problem(path, exc, what)) from None
         raise
     _sync_folder(target.parent)

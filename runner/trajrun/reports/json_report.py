@@ -1,4 +1,16 @@
-"""JSON report: a pure ``render`` to plain data (``version`` 1) and an atomic ``write``."""
+"""JSON report: a pure ``render`` to plain data (``version`` 1) and an atomic ``write``.
+
+Each case also carries ``steps`` (added within version 1; readers of older reports treat it as
+absent): ``null`` without a steps check, else ``{"mode", "passed", "score", "summary", "expected",
+"pairs", "nearest"}``. ``expected`` lists the steps as checked (golden steps included), each
+``{"name", "args", "any_args", "group", "result", "expects_result", "error"}``: ``args`` and
+``result`` are JSON with each inline matcher written as its description (``"<regex 'x'>"``), ``args``
+is ``null`` when ``any_args``, ``group`` numbers the step's ``parallel`` group or is ``null``, and
+``error`` is ``true``/``false``/``null`` (not checked). ``pairs`` is ``[{"step", "call"}]`` (a step
+index and the position of the call that satisfied it in ``trajectory.tool_calls``), ``nearest`` is
+``[{"step", "call", "diffs", "note"}]`` for the first unmatched steps: the closest free call (or
+``null``), each differing field as ``"$.path: expected X, got Y"``, and why there is none.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +19,10 @@ import math
 import os
 from typing import Any
 
+from ..files import atomic_write
+from ..match.expectation import ANY_ARGS, UNSET, Step
+from ..match.values import Matcher
 from ..run.results import OUTCOME_ORDER, CaseResult, RunResult, SuiteResult
-from .files import atomic_write
 
 VERSION = 1
 
@@ -23,18 +37,49 @@ def render(run: RunResult) -> dict[str, Any]:
 
 
 def write(run: RunResult, path: str | os.PathLike[str]) -> None:
-    """Render ``run`` and write it to ``path`` atomically as UTF-8 JSON."""
+    """Render ``run`` and write it to ``path`` atomically as UTF-8 JSON.
+
+    JSON has no NaN or infinity: such numbers in a tool's arguments or results are written as the
+    strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``. Raises ``FileWriteError``.
+    """
     data = render(run)
     atomic_write(path, lambda handle: handle.write(_encode(data)))
 
 
+def encode(run: RunResult) -> bytes:
+    """The report as the bytes ``write`` puts in a file (``--json -`` prints them)."""
+    return _encode(render(run))
+
+
 def _encode(data: dict[str, Any]) -> bytes:
     """Indented UTF-8 JSON; escaped ASCII instead when some string holds a lone surrogate."""
-    text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    try:
+        text = _dumps(data, ascii_only=False)
+    except ValueError:  # a NaN or an infinity: rare, so only then walk the data to replace them
+        data = _finite(data)
+        text = _dumps(data, ascii_only=False)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return (json.dumps(data, indent=2, ensure_ascii=True, default=str) + "\n").encode("ascii")
+        return _dumps(data, ascii_only=True).encode("ascii")
+
+
+def _dumps(data: Any, ascii_only: bool) -> str:
+    """Strict JSON text (raises ``ValueError`` on NaN or infinity), indented, with a final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=ascii_only, allow_nan=False, default=str) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float, as a value or a key, replaced by its name as a string."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {_finite(key): _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _number(value: float | None) -> float | None:
@@ -86,6 +131,7 @@ def _case(case: CaseResult) -> dict[str, Any]:
         "errors": list(evaluation.errors) if evaluation else [],
         "notes": list(case.notes),
         "trajectory": case.trajectory.to_dict() if case.trajectory else None,
+        "steps": _steps(evaluation.steps if evaluation else None),
     }
 
 
@@ -94,3 +140,39 @@ def _steps_report(steps: Any) -> dict[str, Any]:
     to_dict = getattr(steps, "to_dict", None)
     data = to_dict() if callable(to_dict) else None
     return data if isinstance(data, dict) else {}
+
+
+def _steps(report: Any) -> dict[str, Any] | None:
+    """The steps check for a timeline view: mode, verdict, expected steps, pairs and nearest calls."""
+    data = _steps_report(report)
+    if not data:
+        return None
+    keys = ("mode", "passed", "score", "summary", "pairs", "nearest")
+    found = {key: data.get(key) for key in keys}
+    found["score"] = _number(found["score"])
+    return {**found, "expected": [_step(step) for step in getattr(report, "expected_steps", ())]}
+
+
+def _step(step: Step) -> dict[str, Any]:
+    """One expected step as JSON; matchers become their descriptions."""
+    any_args = step.args is ANY_ARGS
+    return {
+        "name": step.name,
+        "args": None if any_args else _described(step.args),
+        "any_args": any_args,
+        "group": step.group,
+        "result": None if step.result is UNSET else _described(step.result),
+        "expects_result": step.result is not UNSET,
+        "error": step.error,
+    }
+
+
+def _described(value: Any) -> Any:
+    """Expected data as plain JSON: each inline matcher as ``"<regex 'x'>"``, tuples as lists."""
+    if isinstance(value, Matcher):
+        return f"<{value.describe()}>"
+    if isinstance(value, dict):
+        return {str(key): _described(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_described(item) for item in value]
+    return value

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from datetime import datetime
 
 from ..run.results import CaseResult, RunResult, SuiteResult
-from .files import atomic_write
+from ..files import atomic_write
 from .text import one_line, seconds, xml_safe
 
 UNNAMED = "(unnamed)"

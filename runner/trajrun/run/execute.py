@@ -15,7 +15,7 @@ from ..match.expectation import Expectation
 from ..match.verdict import CheckFailure, Evaluation
 from ..sources import apply_select, load_trajectory, read_trajectory
 from ..sources.live import call_python, run_command
-from ..suites.golden import compact_steps, dump_steps, load_golden
+from ..suites.golden import compact_steps, dump_steps, load_golden, write_golden
 from ..suites.model import Case, Source, Suite
 from ..trajectory import Trajectory
 from .results import CaseResult
@@ -51,7 +51,7 @@ def live_trajectory(source: Source, folder: Path) -> Trajectory:
         doc, origin = run_command(source.command, folder, source.timeout), source.command
     else:
         assert source.python is not None
-        doc, origin = call_python(source.python, source.args, folder), source.python
+        doc, origin = call_python(source.python, source.args, folder, source.timeout), source.python
     return _read(doc, source, origin)
 
 
@@ -131,9 +131,8 @@ def _with_golden(expect: Expectation, path: Path) -> Expectation:
 
 
 def _write_golden(path: Path, traj: Trajectory, verb: str) -> str:
-    """Write the run's steps as the golden file; returns the note for the report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dump_steps(traj), encoding="utf-8")
+    """Write the run's steps as the golden file (atomic; a failure keeps the old file); returns the note."""
+    write_golden(path, dump_steps(traj))
     return f"golden file {verb}: {path}"
 
 

@@ -63,6 +63,9 @@ class RunResult:
     duration: float = 0.0
     deselected: int = 0
     usage_error: str | None = None
+    nothing_found: str | None = None
+    sharded: bool = False
+    not_run: int = 0
 
     @property
     def cases(self) -> list[CaseResult]:
@@ -77,13 +80,18 @@ class RunResult:
         return counts
 
     def exit_code(self) -> int:
-        """2 load or usage error, 1 a case failed/erred/xpassed, 5 nothing collected, 0 otherwise."""
+        """2 load or usage error, 1 a case failed/erred/xpassed, 5 nothing collected, 0 otherwise.
+
+        An empty ``--shard`` exits 0: a CI matrix may have more shards than the suites have cases.
+        """
         if self.usage_error or any(s.load_errors for s in self.suites):
             return 2
         counts = self.counts()
         if counts["failed"] or counts["error"] or counts["xpassed"]:
             return 1
-        return 5 if not self.cases else 0
+        if not self.cases:
+            return 0 if self.sharded and self.deselected else 5
+        return 0
 
     def summary_line(self) -> str:
         """The closing line, pytest-style: ``3 passed, 1 failed, 1 error in 0.12s``.
@@ -100,4 +108,10 @@ class RunResult:
                 parts.append(f"{n} {singular if n == 1 else plural}")
         if self.deselected:
             parts.append(f"{self.deselected} deselected")
+        if self.not_run:
+            parts.append(f"{self.not_run} not run (stopped at the first failure)")
+        if self.sharded and not self.cases and self.deselected:
+            parts.insert(0, "no cases in this shard")
+        if self.nothing_found:
+            return f"{self.nothing_found} in {self.duration:.2f}s"
         return f"{', '.join(parts) or 'no cases ran'} in {self.duration:.2f}s"

@@ -1,16 +1,25 @@
-"""``trajrun run`` as a library: collect suite files, load, select, run cases, return results."""
+"""``trajrun run`` as a library: collect suite files, load, select, run cases, return results.
+
+With ``-j N``, worker processes run shares of the suite files and stream each case's result back. A
+worker that dies fails only the case it was running (a new worker runs the rest of its share), and an
+interrupt (SIGINT, or SIGTERM that the CLI turns into one) stops the workers and their live sources
+and still returns every result that finished, in ``RunInterrupted``.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import multiprocessing
 import os
+import signal
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from ..errors import SuiteErrors, TrajrunError
 from ..suites.load import load_suite
@@ -20,8 +29,22 @@ from .results import CaseResult, RunResult, SuiteResult
 from .selection import in_shard, keyword_matcher, marker_matcher
 
 
+JOBS_PER_CORE = 4
+"""``-j`` starts at most this many workers per core: more only adds memory and start-up time."""
+STOP_GRACE = 5.0
+"""Seconds stopping workers may take (each kills its live source first) before they are killed."""
+
+
 class UsageError(TrajrunError):
     """A wrong command line (a path that does not exist, a bad expression): exit status 2."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped the run: ``result`` holds every case that finished (the reporter has it too)."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__("the run was interrupted")
+        self.result = result
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +59,7 @@ class RunOptions:
     variables: Mapping[str, Any] = field(default_factory=dict)
     update_golden: bool = False
     root: Path | None = None
+    golden_root: Path | None = None
 
 
 class Reporter(Protocol):
@@ -59,6 +83,15 @@ class Planned:
     cases: tuple[tuple[str, Case], ...]
 
 
+@dataclass
+class _Progress:
+    """What a run has produced so far, filled as it goes so that an interrupt keeps it."""
+
+    suites: list[SuiteResult] = field(default_factory=list)
+    deselected: int = 0
+    selected: int = 0
+
+
 def collect(paths: Sequence[str | Path]) -> list[Path]:
     """Suite files under each path (recursively, sorted); a file named explicitly is always taken."""
     files: list[Path] = []
@@ -73,6 +106,15 @@ def collect(paths: Sequence[str | Path]) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
+def nothing_found(paths: Sequence[str | Path]) -> str:
+    """What to say when ``paths`` hold no suite file (a mistyped folder must not pass quietly)."""
+    where = ", ".join(str(p) for p in paths)
+    others = [p for raw in paths if Path(raw).is_dir() for p in Path(raw).rglob("*.y*ml")]
+    hint = (f"; {len(others)} YAML file{'s' if len(others) != 1 else ''} there "
+            f"{'do' if len(others) != 1 else 'does'} not end in .suite.yaml — rename the suites") if others else ""
+    return f"no suite files found under {where} (suite files end in .suite.yaml or .suite.yml){hint}"
+
+
 def case_id(root: Path, suite_path: Path, name: str) -> str:
     """``<suite file path relative to the run's root>::<case name>``, with forward slashes."""
     try:
@@ -83,22 +125,22 @@ def case_id(root: Path, suite_path: Path, name: str) -> str:
     return f"{shown.as_posix()}::{name}"
 
 
-def load(files: Iterable[Path], variables: Mapping[str, Any]) -> list[Suite | SuiteResult]:
+def load(files: Iterable[Path], variables: Mapping[str, Any], golden_root: Path | None = None) -> list[Suite | SuiteResult]:
     """Load every file; a file that fails (or repeats another suite's name) becomes a SuiteResult of errors."""
     loaded: list[Suite | SuiteResult] = []
     names: dict[str, Path] = {}
     for path in files:
-        item = _load_one(path, variables)
+        item = _load_one(path, variables, golden_root)
         if isinstance(item, Suite):
             item = _unique(item, item.name, path, names)
         loaded.append(item)
     return loaded
 
 
-def _load_one(path: Path, variables: Mapping[str, Any]) -> Suite | SuiteResult:
+def _load_one(path: Path, variables: Mapping[str, Any], golden_root: Path | None = None) -> Suite | SuiteResult:
     """One suite, or a SuiteResult holding every error of the file."""
     try:
-        return load_suite(path, variables)
+        return load_suite(path, variables, golden_root)
     except SuiteErrors as exc:
         return SuiteResult(path.name, str(path), load_errors=tuple(str(e) for e in exc.errors))
 
@@ -130,19 +172,30 @@ def plan(suite: Suite, options: RunOptions, root: Path) -> tuple[Planned, int]:
 
 
 def run_paths(paths: Sequence[str | Path], options: RunOptions | None = None, reporter: Reporter | None = None) -> RunResult:
-    """Collect, load, select and run, as ``trajrun run`` does; a broken suite or case never stops the others."""
+    """Collect, load, select and run, as ``trajrun run`` does; a broken suite or case never stops the others.
+
+    An interrupt (SIGINT) stops the run: the reporter still finishes, and ``RunInterrupted`` carries the result.
+    """
     options = options or RunOptions()
     started = time.perf_counter()
     root = options.root or Path.cwd()
     files = collect(paths)
-    if options.jobs > 1:
-        suites, deselected = _run_parallel(files, options, root)
-        suites = _replay(suites, options.exitfirst, reporter)
-    else:
-        suites, deselected = _run_serial(files, options, root, reporter)
-    result = RunResult(tuple(suites), time.perf_counter() - started, deselected)
+    progress, parallel, interrupted = _Progress(), min(options.jobs, worker_limit()) > 1, False
+    try:
+        if parallel:
+            _run_parallel(files, options, root, progress)
+        else:
+            _run_serial(files, options, root, reporter, progress)
+    except KeyboardInterrupt:
+        interrupted = True
+    suites = _replay(progress.suites, options.exitfirst, reporter) if parallel else progress.suites
+    result = RunResult(tuple(suites), time.perf_counter() - started, progress.deselected,
+                       nothing_found=None if files else nothing_found(paths), sharded=options.shard is not None,
+                       not_run=progress.selected - sum(len(s.cases) for s in suites) if options.exitfirst else 0)
     if reporter:
         reporter.finish(result)
+    if interrupted:
+        raise RunInterrupted(result)
     return result
 
 
@@ -150,33 +203,42 @@ def run_suite(suite: Suite, options: RunOptions | None = None) -> SuiteResult:
     """Run the cases of one loaded suite that ``options`` select (``-k``, ``-m``, ``--shard``), in order."""
     options = options or RunOptions()
     planned, _ = plan(suite, options, options.root or Path.cwd())
-    return _run_planned(planned, SourceCache(), options.update_golden, exitfirst=options.exitfirst)
+    stamp, began = datetime.now(), time.perf_counter()
+    cases = list(_case_results(planned, SourceCache(), options.update_golden, options.exitfirst))
+    return _suite_result(suite, cases, began, stamp)
 
 
-def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Reporter | None) -> tuple[list[SuiteResult], int]:
+def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Reporter | None,
+                progress: _Progress) -> None:
     """Load every suite (so the reporter knows the total), then run the cases in order."""
     plans: list[Planned | SuiteResult] = []
-    deselected = 0
-    for item in load(files, options.variables):
+    for item in load(files, options.variables, options.golden_root):
         if isinstance(item, Suite):
             planned, left_out = plan(item, options, root)
-            deselected += left_out
+            progress.deselected += left_out
+            progress.selected += len(planned.cases)
             plans.append(planned)
         else:
             plans.append(item)
     if reporter:
         reporter.start(sum(len(p.cases) for p in plans if isinstance(p, Planned)))
-    cache, suites, stop = SourceCache(), [], False
+    cache, stop = SourceCache(), False
     for item in plans:
         if isinstance(item, SuiteResult):
-            suites.append(item)
+            progress.suites.append(item)
             if reporter:
                 reporter.suite_load_error(item)
             continue
-        result = _run_planned(item, cache, options.update_golden, reporter, stop, options.exitfirst)
-        stop = stop or options.exitfirst and any(_stops(c) for c in result.cases)
-        suites.append(result)
-    return suites, deselected
+        cases: list[CaseResult] = []
+        stamp, began = datetime.now(), time.perf_counter()
+        try:
+            for result in () if stop else _case_results(item, cache, options.update_golden, options.exitfirst):
+                cases.append(result)
+                if reporter:
+                    reporter.case_done(result)
+        finally:  # on an interrupt too: the cases that finished are kept
+            progress.suites.append(_suite_result(item.suite, cases, began, stamp))
+        stop = stop or options.exitfirst and any(_stops(c) for c in cases)
 
 
 def _stops(case: CaseResult) -> bool:
@@ -184,63 +246,262 @@ def _stops(case: CaseResult) -> bool:
     return case.outcome in ("failed", "error", "xpassed")
 
 
-def _run_planned(item: Planned, cache: SourceCache, update_golden: bool, reporter: Reporter | None = None,
-                 stopped: bool = False, exitfirst: bool = False) -> SuiteResult:
-    """Run a suite's selected cases in order; with ``exitfirst``, stop after the first that fails."""
-    stamp, began, results = datetime.now(), time.perf_counter(), []
-    for cid, case in item.cases:
-        if stopped:
-            break
+def _case_results(item: Planned, cache: SourceCache, update_golden: bool, exitfirst: bool,
+                  skip: int = 0) -> Iterator[CaseResult]:
+    """Run a suite's selected cases in order (from the ``skip``-th), yielding each result as it is done;
+    with ``exitfirst``, stop after the first that fails."""
+    for cid, case in item.cases[skip:]:
         result = run_case(case, item.suite, cid, cache, update_golden)
-        results.append(result)
-        if reporter:
-            reporter.case_done(result)
-        stopped = exitfirst and _stops(result)
-    return SuiteResult(item.suite.name, str(item.suite.path), tuple(results), duration=time.perf_counter() - began,
+        yield result
+        if exitfirst and _stops(result):
+            return
+
+
+def _suite_result(suite: Suite, cases: list[CaseResult], began: float, stamp: datetime) -> SuiteResult:
+    """A suite's results, timed from ``began``."""
+    return SuiteResult(suite.name, str(suite.path), tuple(cases), duration=time.perf_counter() - began,
                        timestamp=stamp)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity outside Linux
+        return os.cpu_count() or 1
+
+
+def worker_limit() -> int:
+    """The most worker processes ``-j`` starts."""
+    return JOBS_PER_CORE * usable_cores()
 
 
 Unit = tuple[Path, int, int]
 """A share of the work: a suite file, and which of how many contiguous parts of its cases."""
 
 
-def _run_parallel(files: list[Path], options: RunOptions, root: Path) -> tuple[list[SuiteResult], int]:
+@dataclass
+class _Share:
+    """The parent's record of one unit: the plan a worker sent for it, and each case's result as it came."""
+
+    unit: Unit
+    head: SuiteResult | None = None
+    """The suite's name, file and time stamp (or its load errors), once a worker has loaded it."""
+    planned: tuple[tuple[str, str, int], ...] = ()
+    """Id, name and line of each case of the unit."""
+    left_out: int = 0
+    cases: list[CaseResult] = field(default_factory=list)
+    duration: float = 0.0
+
+
+def _run_parallel(files: list[Path], options: RunOptions, root: Path, progress: _Progress) -> None:
     """Workers load, select and run whole suite files (split in parts when files are fewer than workers)."""
-    parts = max(1, options.jobs // max(1, len(files)))
-    units = [(path, i, parts) for path in files for i in range(parts)]
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(max_workers=options.jobs, mp_context=context) as pool:
-        done = list(pool.map(_run_unit, units, [options] * len(units), [root] * len(units)))
-    suites: list[SuiteResult] = []
+    jobs = min(options.jobs, worker_limit())
+    parts = max(1, jobs // max(1, len(files)))
+    shares = [_Share((path, i, parts)) for path in files for i in range(parts)]
+    try:
+        _Pool(jobs, options, root).run(shares)
+    finally:  # on an interrupt too: what finished is kept
+        _assemble(shares, progress)
+
+
+def _assemble(shares: list[_Share], progress: _Progress) -> None:
+    """The shares' results as suite results in path order, the parts of a file joined."""
     names: dict[str, Path] = {}
-    deselected = 0
-    for (path, part, _), (result, left_out) in zip(units, done):
-        if part:
-            suites[-1] = _join(suites[-1], result)
+    index: dict[Path, int] = {}
+    for share in shares:
+        if share.head is None:  # never started: the run was interrupted
+            continue
+        path, part, _ = share.unit
+        result = dataclasses.replace(share.head, cases=tuple(share.cases), duration=share.duration)
+        progress.selected += len(share.planned)
+        if part and path in index:
+            first = progress.suites[index[path]]
+            if not first.load_errors:  # a suite refused for its name keeps no cases
+                progress.suites[index[path]] = _join(first, result)
             continue
         if not result.load_errors:
             result = _unique(result, result.name, path, names)
-        deselected += left_out if not result.load_errors else 0
-        suites.append(result)
-    return suites, deselected
+        progress.deselected += share.left_out if not result.load_errors else 0
+        index[path] = len(progress.suites)
+        progress.suites.append(result)
 
 
-_WORKER_CACHE = SourceCache()
-"""Each worker process's source cache, shared by every unit it runs."""
+@dataclass
+class _Worker:
+    """A worker process, its end of the pipe, and the share it is running (None when idle)."""
+
+    process: BaseProcess
+    conn: Connection
+    share: _Share | None = None
 
 
-def _run_unit(unit: Unit, options: RunOptions, root: Path) -> tuple[SuiteResult, int]:
-    """In a worker: one part of one suite file, loaded and selected there; the number left out."""
+class _Pool:
+    """Worker processes fed one share at a time; a worker that dies is replaced and fails only the case it ran."""
+
+    def __init__(self, jobs: int, options: RunOptions, root: Path) -> None:
+        methods = multiprocessing.get_all_start_methods()
+        self.context = multiprocessing.get_context("fork" if "fork" in methods else None)
+        self.jobs, self.options, self.root = jobs, options, root
+        self.idle: list[_Worker] = []
+        self.busy: list[_Worker] = []
+
+    def run(self, shares: list[_Share]) -> None:
+        """Run every share; on an interrupt, stop the workers (they kill their live sources) and re-raise."""
+        queue = deque((share, 0) for share in shares)
+        try:
+            while queue or self.busy:
+                while queue and (self.idle or len(self.busy) < self.jobs):
+                    self._assign(*queue.popleft())
+                for worker in self._ready():
+                    queue.extend(self._collect(worker))
+        except BaseException:
+            self._stop(gently=False)
+            raise
+        self._stop(gently=True)
+
+    def _assign(self, share: _Share, skip: int) -> None:
+        """Send a share to an idle worker, or a new one; a send that fails shows up as the worker's death."""
+        worker = self.idle.pop() if self.idle else self._start()
+        worker.share = share
+        self.busy.append(worker)
+        try:
+            worker.conn.send((share.unit, skip))
+        except OSError:
+            pass
+
+    def _start(self) -> _Worker:
+        """A new worker process."""
+        ours, theirs = self.context.Pipe()
+        process = self.context.Process(target=_worker, args=(theirs, self.options, self.root), daemon=True)
+        process.start()
+        theirs.close()  # so that the worker's death reads as end of file here
+        return _Worker(process, ours)
+
+    def _ready(self) -> list[_Worker]:
+        """The busy workers that sent something or ended."""
+        owners: dict[Any, _Worker] = {}
+        for worker in self.busy:
+            owners[worker.conn] = owners[worker.process.sentinel] = worker
+        ready = wait(list(owners))
+        return list({id(owners[r]): owners[r] for r in ready}.values())
+
+    def _collect(self, worker: _Worker) -> list[tuple[_Share, int]]:
+        """Take what a worker sent; the rest of its share to run again when it died."""
+        assert worker.share is not None
+        try:
+            while worker.conn.poll():
+                if _take(worker.share, worker.conn.recv()):
+                    worker.share = None
+                    self.busy.remove(worker)
+                    self.idle.append(worker)
+                    return []
+        except (EOFError, OSError):  # the worker is gone, maybe in the middle of a message
+            return self._died(worker)
+        return [] if worker.process.is_alive() else self._died(worker)
+
+    def _died(self, worker: _Worker) -> list[tuple[_Share, int]]:
+        """Fail the case a dead worker was running; the rest of its share to run again."""
+        self.busy.remove(worker)
+        worker.conn.close()
+        share, reason = worker.share, _death(worker.process)
+        assert share is not None
+        path, part, _ = share.unit
+        if share.head is None:
+            message = f"{path}: the worker process died while loading this suite ({reason})"
+            share.head = SuiteResult(path.name, str(path), load_errors=(message,) if part == 0 else ())
+            return []
+        done = len(share.cases)
+        if done == len(share.planned):
+            return []
+        cid, name, line = share.planned[done]
+        message = (f"the worker process died while running this case ({reason}); code that a case runs inside "
+                   "trajrun, such as a compare function, must return or raise, never exit or crash")
+        share.cases.append(CaseResult(cid, share.head.name, name, share.head.file, line, "error", message=message,
+                                      check_type="error"))
+        return [(share, done + 1)] if done + 1 < len(share.planned) and not self.options.exitfirst else []
+
+    def _stop(self, gently: bool) -> None:
+        """End every worker: idle ones are told to, the rest are terminated (and killed after a grace period)."""
+        workers, deadline = self.idle + self.busy, time.monotonic() + STOP_GRACE
+        for worker in workers:
+            try:
+                if gently and worker.share is None:
+                    worker.conn.send(None)
+                else:
+                    worker.process.terminate()
+            except OSError:  # already gone
+                pass
+        for worker in workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.conn.close()
+        self.idle, self.busy = [], []
+
+
+def _take(share: _Share, message: tuple[Any, ...]) -> bool:
+    """Record one message of a worker about its share; whether it was the last."""
+    kind = message[0]
+    if kind == "plan":
+        if share.head is None:  # a share run again after a death keeps its first plan
+            share.head, share.planned, share.left_out = message[1:]
+    elif kind == "case":
+        share.cases.append(message[1])
+    else:
+        share.duration += message[1]
+        return True
+    return False
+
+
+def _death(process: BaseProcess) -> str:
+    """How a worker process ended: ``exited with status 3``, ``killed by SIGSEGV``."""
+    process.join(STOP_GRACE)
+    if process.exitcode is None:  # it closed its pipe but lives on: make sure it is gone
+        process.kill()
+        process.join()
+    code = process.exitcode or 0
+    if code >= 0:
+        return f"exited with status {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
+def _worker(conn: Connection, options: RunOptions, root: Path) -> None:
+    """A worker process: run each share the parent sends, streaming the results back, until told to stop."""
+    # SIGTERM from the parent raises KeyboardInterrupt, as SIGINT from a terminal does: on its way out it
+    # kills the live source in progress
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    cache = SourceCache()
+    try:
+        while (job := conn.recv()) is not None:
+            _run_unit(*job, options, root, cache, conn.send)
+    except (KeyboardInterrupt, EOFError, OSError):  # stopped, or the parent is gone
+        pass
+
+
+def _run_unit(unit: Unit, skip: int, options: RunOptions, root: Path, cache: SourceCache,
+              send: Callable[[tuple[Any, ...]], None]) -> None:
+    """In a worker: load and select one part of one suite file, then run its cases from the ``skip``-th;
+    sends the plan, each case's result, and the end."""
     path, part, parts = unit
-    item = _load_one(path, options.variables)
+    item = _load_one(path, options.variables, options.golden_root)
     if isinstance(item, SuiteResult):
-        return (item if part == 0 else SuiteResult(item.name, item.file)), 0
+        send(("plan", item if part == 0 else SuiteResult(item.name, item.file), (), 0))
+        send(("end", 0.0))
+        return
     planned, left_out = plan(item, options, root)
     size = len(planned.cases)
-    share = Planned(planned.suite, planned.cases[part * size // parts:(part + 1) * size // parts])
-    result = _run_planned(share, _WORKER_CACHE, options.update_golden, exitfirst=options.exitfirst)
-    return result, left_out if part == 0 else 0
+    share = Planned(item, planned.cases[part * size // parts:(part + 1) * size // parts])
+    cases = tuple((cid, case.name, case.loc.line) for cid, case in share.cases)
+    send(("plan", SuiteResult(item.name, str(item.path)), cases, left_out if part == 0 else 0))
+    began = time.perf_counter()
+    for result in _case_results(share, cache, options.update_golden, options.exitfirst, skip):
+        send(("case", result))
+    send(("end", time.perf_counter() - began))
 
 
 def _join(first: SuiteResult, more: SuiteResult) -> SuiteResult:

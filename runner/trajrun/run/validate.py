@@ -5,21 +5,52 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..errors import SuiteErrors
+from ..errors import SourceError, SuiteError, SuiteErrors
+from ..sources import load_trajectory
 from ..suites.load import load_suite, validate_suite
-from .runner import collect
+from ..suites.model import Source, Suite
+from .runner import collect, nothing_found
 
 
-def validate_paths(paths: Sequence[str | Path], variables: Mapping[str, Any]) -> tuple[list[str], int]:
-    """Every problem found in the suite files under ``paths``, one line each, and how many files were read."""
+def validate_paths(paths: Sequence[str | Path], variables: Mapping[str, Any],
+                   golden_root: Path | None = None) -> tuple[list[str], int]:
+    """Every problem found in the suite files under ``paths``, one line each, and how many files were read.
 
+    Finding no suite file at all is a problem too: a mistyped path must not pass a CI step.
+    """
     files = collect(paths)
-    problems: list[str] = []
+    problems: list[str] = [] if files else [nothing_found(paths)]
+    read: dict[tuple[Any, ...], str | None] = {}
     for path in files:
         try:
-            suite = load_suite(path, variables)
+            suite = load_suite(path, variables, golden_root)
         except SuiteErrors as exc:
             problems.extend(str(e) for e in exc.errors)
             continue
         problems.extend(str(e) for e in validate_suite(suite))
+        problems.extend(_source_problems(suite, read))
     return problems, len(files)
+
+
+def _source_problems(suite: Suite, read: dict[tuple[Any, ...], str | None]) -> list[str]:
+    """Each file source that exists but cannot be read as a trajectory (live sources are not run)."""
+    problems = []
+    for case in suite.cases:
+        source = case.source
+        if source is None or source.file is None or not source.file.is_file():
+            continue
+        key = (source.file, source.format, source.select, source.record)
+        if key not in read:
+            read[key] = _problem(source)
+        if read[key]:
+            problems.append(str(SuiteError(f"source {read[key]}", source.loc)))
+    return problems
+
+
+def _problem(source: Source) -> str | None:
+    """Why a file source cannot be read, or None when it reads."""
+    try:
+        load_trajectory(source.file, format=source.format, select=source.select, record=source.record)  # type: ignore[arg-type]
+    except SourceError as exc:
+        return str(exc)
+    return None

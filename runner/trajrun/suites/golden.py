@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..errors import kind
+from ..errors import Location, SuiteError, SuiteErrors, TrajrunError, kind
+from ..files import FileWriteError, atomic_write, folder_lock, special_kind
 from ..match.expectation import Step
 from ..trajectory import Trajectory
 from ..yaml_core import is_core_plain_str
@@ -22,11 +25,9 @@ class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[mi
     quotes strings YAML 1.2 core would read as something else (``1e3``, ``0o7``)."""
 
 
-for _first, _pattern in (
-    (list("-+0123456789."), r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?)$"),
-    (list("0"), r"^0o[0-7]+$"),
-):
-    _Dumper.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(_pattern), _first)
+class _EscapingDumper(yaml.SafeDumper):
+    """The same dumper on PyYAML's own emitter, for text libyaml cannot encode: it writes a lone
+    surrogate (``"\\ud800"`` in a JSON source) as a ``\\uD800`` escape that reads back unchanged."""
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -34,7 +35,13 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
 
-_Dumper.add_representer(str, _text)
+for _dumper in (_Dumper, _EscapingDumper):
+    for _first, _pattern in (
+        (list("-+0123456789."), r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?)$"),
+        (list("0"), r"^0o[0-7]+$"),
+    ):
+        _dumper.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(_pattern), _first)
+    _dumper.add_representer(str, _text)
 
 
 def dump_steps(traj: Trajectory) -> str:
@@ -46,8 +53,15 @@ def dump_steps(traj: Trajectory) -> str:
     steps = [_step(call.name, call.args) for call in traj.calls]
     if not steps:
         return "[]\n"
-    return yaml.dump(steps, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True,
-                     width=100)
+    try:
+        return _yaml_steps(steps, _Dumper)
+    except UnicodeEncodeError:
+        return _yaml_steps(steps, _EscapingDumper)
+
+
+def _yaml_steps(steps: list[dict[str, Any]], dumper: type[yaml.SafeDumper]) -> str:
+    """The steps as block-style YAML through ``dumper``."""
+    return yaml.dump(steps, Dumper=dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=100)
 
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -98,10 +112,66 @@ def _escape(value: Any) -> Any:
 
 def load_golden(path: Path) -> tuple[Step, ...]:
     """The steps of a golden file (recorded or hand-written, matchers allowed). Raises ``SuiteErrors``."""
-
+    if special := special_kind(path):
+        # reading a FIFO or a device would hang or never end
+        raise SuiteErrors([SuiteError(f"cannot read the golden file: it is {special}, not a regular file",
+                                      Location(str(path)))])
     loaded, ctx = read_document(Path(path), str(path))
     if not isinstance(loaded.data, list):
         ctx.error((), f"a golden file is a YAML list of steps (as `trajrun record` prints); found {kind(loaded.data)}")
     steps = parse_steps(loaded.data, (), ctx) if isinstance(loaded.data, list) else None
     raise_errors(ctx.errors)
     return steps or ()
+
+
+PROJECT_MARKERS = ("pyproject.toml", ".git")
+
+def project_root(folder: Path) -> Path:
+    """The nearest folder from ``folder`` up that holds ``pyproject.toml`` or ``.git``; else ``folder`` itself."""
+    return _project_root(folder.resolve())
+
+
+@functools.lru_cache(maxsize=64)
+def _project_root(folder: Path) -> Path:
+    """``project_root`` of an absolute, resolved folder: cached, as every golden case of a suite asks it."""
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return folder
+
+
+def golden_outside(path: Path, suite_folder: Path, golden_root: str | os.PathLike[str] | None = None) -> str | None:
+    """Why golden file ``path`` may not be used, or None when it resolves inside the suite's project.
+
+    The project is ``project_root(suite_folder)``; ``golden_root`` (``trajrun run --golden-root``) adds
+    one more allowed folder. Symlinks are resolved, so a link cannot lead a write elsewhere.
+    """
+    resolved = path.resolve()
+    project = project_root(suite_folder)
+    extra = golden_root
+    roots = [project, *([Path(extra).resolve()] if extra else [])]
+    if any(resolved.is_relative_to(root) for root in roots):
+        return None
+    widened = f" and outside --golden-root {roots[1]}" if len(roots) > 1 else ""
+    return (f"golden file {path} resolves to {resolved}, outside the suite's project {project} (the nearest "
+            f"folder up holding {' or '.join(PROJECT_MARKERS)}, else the suite's folder){widened}; move the "
+            "golden file into the project, or allow its folder with `trajrun run --golden-root DIR` "
+            "(pytest: --trajrun-golden-root DIR)")
+
+
+def write_golden(path: Path, text: str) -> None:
+    """Replace golden file ``path`` with ``text`` atomically, one writer at a time per folder.
+
+    An exclusive lock on the folder is held around the atomic write, so concurrent ``--update-golden``
+    runs never read or leave half a file; on any failure the old file is kept. Raises ``TrajrunError``
+    naming the file.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with folder_lock(path.parent):
+            atomic_write(path, lambda handle: handle.write(text.encode("utf-8")), "golden file")
+    except OSError as exc:
+        raise TrajrunError(f"cannot write golden file {path}: {exc.strerror or exc}; the old file is unchanged; "
+                           "check that the folder is writable and run --update-golden again") from None
+    except FileWriteError as exc:
+        raise TrajrunError(f"{exc}; run --update-golden again") from None

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import SpecError, SuiteError, SuiteErrors, kind
-from ..match.expectation import ARGS_MODES, MODES, UNSET, Expectation
+from ..match.expectation import ARGS_MODES, MODES, ORDERED_MODES, UNSET, Expectation
 from ..yaml_core import Path as KeyPath
 from .document import Ctx, raise_errors, read_document
 from .expectation_keys import jsonpath_problem, parse_budget, parse_calls, parse_steps, parse_tools
-from .golden import load_golden
+from .golden import golden_outside, load_golden
 from .model import DEFAULT_TIMEOUT, FORMATS, Case, Source, Suite
 from .schema import schema_text
 from .templating import case_name, expand_parametrize, merge_defaults, render_tree, variables
@@ -27,12 +27,16 @@ CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", 
 ASSERTING = ("steps", "golden", "never", "before", "calls", "budget", "nodes", "answer")
 SOURCE_KEYS = ("file", "format", "select", "record", "messages", "command", "timeout", "python", "args")
 SOURCE_KINDS = ("file", "messages", "command", "python")
-_ONLY_WITH = {"record": "file", "timeout": "command", "args": "python"}
+_ONLY_WITH = {"record": ("file",), "timeout": ("command", "python"), "args": ("python",)}
 _NOT_RENDERED = ("source", "messages")
 
 
-def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None) -> Suite:
-    """Load one suite file; ``variables`` are ``--var`` values (already parsed). Raises ``SuiteErrors``."""
+def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
+               golden_root: str | Path | None = None) -> Suite:
+    """Load one suite file; ``variables`` are ``--var`` values (already parsed). Raises ``SuiteErrors``.
+
+    Golden files must resolve inside the suite's project or ``golden_root``.
+    """
     file, path = str(path), Path(path)
     loaded, ctx = read_document(path, file)
     top = loaded.data
@@ -41,7 +45,7 @@ def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None) -> 
                       f"found {kind(top)}")
         raise_errors(ctx.errors)
     top = ctx.keys(top, TOP_KEYS, (), "at the top level")
-    suite = _Top(ctx, top, path, dict(variables or {}))
+    suite = _Top(ctx, top, path, dict(variables or {}), golden_root)
     cases = suite.cases()
     raise_errors(ctx.errors)
     return Suite(suite.name, path, suite.description, suite.tags, cases, ctx.loc(()))
@@ -50,8 +54,10 @@ def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None) -> 
 class _Top:
     """The suite-level keys, read once, and the expansion of every case."""
 
-    def __init__(self, ctx: Ctx, top: dict[str, Any], path: Path, cli_vars: dict[str, Any]) -> None:
+    def __init__(self, ctx: Ctx, top: dict[str, Any], path: Path, cli_vars: dict[str, Any],
+                 golden_root: str | Path | None = None) -> None:
         self.ctx, self.top, self.folder, self.cli_vars = ctx, top, path.parent, cli_vars
+        self.golden_root = golden_root
         self.vars = top.get("vars", {})
         if not ctx.check(self.vars, dict, ("vars",), "vars must be a map of variables"):
             self.vars = {}
@@ -109,7 +115,9 @@ class _Top:
         if not self.ctx.check(item, dict, where, "each case must be a map with at least `name` and `source`"):
             return []
         label = f"case '{item['name']}'" if isinstance(item.get("name"), str) else f"cases[{index}]"
-        item = self.ctx.keys(item, CASE_KEYS, where, f"in {label}")
+        known = self.ctx.keys(item, CASE_KEYS, where, f"in {label}")
+        # a misspelt key ('setps') is reported as such; "asserts nothing" on top of it would be noise
+        misspelt, item = len(known) < len(item), known
         if "steps" in item and "golden" in item:
             self.ctx.error((*where, "golden"), "`steps` and `golden` both given; a case takes its steps from one",
                            key=True)
@@ -127,9 +135,9 @@ class _Top:
         merged, origins = merge_defaults(self.defaults, {k: v for k, v in item.items() if k != "parametrize"})
         absolute = {p: (*where, *o[1:]) if o[0] == "case" else o for p, o in origins.items()}
         ctx = self.ctx.child({(): where, **absolute})
-        return [self._build(merged, values, ctx) for values in params]
+        return [self._build(merged, values, ctx, misspelt) for values in params]
 
-    def _build(self, merged: dict[str, Any], params: list[tuple[str, Any]], ctx: Ctx) -> Case:
+    def _build(self, merged: dict[str, Any], params: list[tuple[str, Any]], ctx: Ctx, misspelt: bool) -> Case:
         """Render one expansion of a case and build it."""
         errors: list[SpecError] = []
         names = variables(self.vars, self.cli_vars, dict(params))
@@ -137,7 +145,7 @@ class _Top:
         for problem in errors:
             ctx.error(problem.path, problem.message)
         name = case_name(str(rendered["name"]), params)
-        return _CaseBuilder(ctx, rendered, name, self.folder).build(self.tags)
+        return _CaseBuilder(ctx, rendered, name, self.folder, self.golden_root).build(self.tags, misspelt)
 
 
 def _default_name(path: Path) -> str:
@@ -152,17 +160,19 @@ def _default_name(path: Path) -> str:
 class _CaseBuilder:
     """One rendered case to a ``Case`` model, every problem reported at its path."""
 
-    def __init__(self, ctx: Ctx, case: dict[str, Any], name: str, folder: Path) -> None:
+    def __init__(self, ctx: Ctx, case: dict[str, Any], name: str, folder: Path,
+                 golden_root: str | Path | None = None) -> None:
         self.ctx, self.case, self.name, self.folder = ctx, case, name, folder
+        self.golden_root = golden_root
 
-    def build(self, suite_tags: tuple[str, ...]) -> Case:
-        """The case model."""
+    def build(self, suite_tags: tuple[str, ...], misspelt: bool = False) -> Case:
+        """The case model (``misspelt``: an unknown key was reported, so no "asserts nothing" on top)."""
         case, ctx = self.case, self.ctx
         source = parse_source(case["source"], ("source",), ctx, self.folder) if "source" in case else None
         if "source" not in case:
             ctx.error((), f"case '{self.name}' has no source: add `source:` (a file path, or a map with file, "
                           "messages, command or python), or set one in defaults")
-        if not any(key in case for key in ASSERTING):
+        if not misspelt and not any(key in case for key in ASSERTING):
             ctx.error((), f"case '{self.name}' asserts nothing: add steps, golden, never, before, calls, budget, "
                           "nodes or answer")
         tags = suite_tags + (ctx.names(case["tags"], ("tags",), "tags") if "tags" in case else ())
@@ -186,9 +196,11 @@ class _CaseBuilder:
         threshold = self._share("threshold", None)
         if threshold is not None and "steps" not in case and "golden" not in case:
             ctx.error(("threshold",), "threshold scores the steps, but this case has no steps or golden file", key=True)
+        mode = self._choice("mode", MODES, "match mode") or "strict"
+        self._check_groups(mode)
         return Expectation(
             steps=steps,
-            mode=self._choice("mode", MODES, "match mode") or "strict",  # type: ignore[arg-type]
+            mode=mode,  # type: ignore[arg-type]
             args_mode=self._choice("args_mode", ARGS_MODES, "argument rule") or "exact",  # type: ignore[arg-type]
             tools=parse_tools(case["tools"], ("tools",), ctx) if "tools" in case else {},
             never=ctx.names(case["never"], ("never",), "never") if "never" in case else (),
@@ -199,6 +211,18 @@ class _CaseBuilder:
             answer=ctx.compiled(case["answer"], ("answer",)) if "answer" in case else UNSET,
             threshold=threshold,
         )
+
+    def _check_groups(self, mode: str) -> None:
+        """``parallel`` groups speak of turns, which only the ordered modes check."""
+        steps = self.case.get("steps")
+        if mode in ORDERED_MODES or not isinstance(steps, list):
+            return
+        for i, item in enumerate(steps):
+            if isinstance(item, dict) and len(item) == 1 and isinstance(item.get("parallel"), list):
+                self.ctx.error(("steps", i, "parallel"), f"parallel groups need mode strict or in_order (they check that "
+                               f"calls share a turn); mode '{mode}' ignores turns — list the steps without `parallel`",
+                               key=True)
+                return
 
     def _choice(self, key: str, choices: tuple[str, ...], what: str) -> str | None:
         """A key whose value is one of fixed names (``mode``, ``args_mode``)."""
@@ -239,10 +263,12 @@ class _CaseBuilder:
         return tuple(self.ctx.names(turn, ("nodes", i), "each turn of nodes") for i, turn in enumerate(value))
 
     def _golden(self) -> Path | None:
-        """The golden file, resolved against the suite's folder."""
+        """The golden file, resolved against the suite's folder; it must lie inside the project (it gets written)."""
         value = self.case.get("golden")
         if "golden" not in self.case or not self.ctx.check(value, str, ("golden",), "golden must be a file path"):
             return None
+        if problem := golden_outside(self.folder / value, self.folder, self.golden_root):
+            self.ctx.error(("golden",), problem)
         return self.folder / value
 
     def _reason(self, key: str) -> str | None:
@@ -281,8 +307,8 @@ def parse_source(value: Any, path: KeyPath, ctx: Ctx, folder: Path) -> Source | 
         ctx.error(path, f"a source needs exactly one of file, messages, command, python; {found}")
         return None
     for key, needs in _ONLY_WITH.items():
-        if key in value and needs not in value:
-            ctx.error((*path, key), f"{key} applies to a {needs} source only", key=True)
+        if key in value and not any(kind in value for kind in needs):
+            ctx.error((*path, key), f"{key} applies to a {' or '.join(needs)} source only", key=True)
     return Source(loc=loc, **_source_fields(value, path, ctx, folder))
 
 

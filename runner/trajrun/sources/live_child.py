@@ -1,0 +1,133 @@
+"""The child process of a ``python:`` source: import ``module:function``, call it, send back its return value as JSON.
+
+``live.call_python`` runs this file as a script. It imports only the standard library, so it starts
+fast, and it takes its own folder off ``sys.path`` so that trajrun's reader modules (``openai.py``,
+``anthropic.py``, …) cannot shadow the agent's packages. The request (a pickle of target, args and
+import path) comes on stdin; the one reply (JSON, ``{"value": …}`` or ``{"error": "…"}``) goes to
+the original stdout, kept for it alone: whatever the agent prints joins stderr, whose tail the
+parent shows when the call fails.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import json
+import os
+import pickle
+import sys
+import types
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not imported at run time: every call of a python source pays this module's start-up
+    from typing import Any, Callable
+
+_SCALARS = (str, int, float, bool, type(None))
+_PLAIN = "return only dicts, lists, strings, numbers, booleans and None (a set as a list, a date as an ISO string)"
+
+
+class _CannotImport(Exception):
+    """The target's module or function could not be imported."""
+
+
+def main() -> None:
+    """Read the request, call the target, write the reply."""
+    reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # the agent's prints, and its own children's, go to stderr: the reply channel stays clean
+    faulthandler.enable()  # a crash in native code writes the Python stack to stderr, for the parent to show
+    request = pickle.load(sys.stdin.buffer)
+    here = os.path.dirname(os.path.abspath(__file__))
+    own = [entry for entry in sys.path if os.path.abspath(entry) != here]
+    sys.path[:] = list(dict.fromkeys([*request["path"], *own]))
+    outcome = _call(request["target"], request["args"])
+    reply.write(_encode(outcome))
+    reply.close()
+
+
+def _load(target: str) -> Callable[..., Any]:
+    """Import ``module:function``."""
+    module_name, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+    except (ImportError, AttributeError) as exc:
+        problem = f"cannot import {target!r}: {exc}; check the module is on the suite's folder path"
+        raise _CannotImport(problem) from None
+
+
+def _call(target: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``{"value": what the target returned}`` (awaited if a coroutine), or ``{"error": why there is none}``."""
+    try:
+        value = _load(target)(**args)
+        if isinstance(value, types.CoroutineType):
+            import asyncio  # deferred: only async agents pay for it
+
+            value = asyncio.run(value)
+    except _CannotImport as exc:
+        return {"error": str(exc)}
+    except SystemExit as exc:
+        return {"error": f"called sys.exit({exc.code!r}) instead of returning the messages"}
+    except BaseException as exc:  # noqa: BLE001 - the agent may raise anything, KeyboardInterrupt included
+        import traceback  # deferred: only a failing call pays for it
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)  # from the agent's frame on
+        return {"error": f"raised {traceback.format_exception_only(type(exc), exc)[-1].strip()}"}
+    return {"value": value}
+
+
+def _encode(outcome: dict[str, Any]) -> str:
+    """The reply as JSON text; a value JSON cannot hold becomes an error saying where it is."""
+    try:
+        return json.dumps(outcome)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps({"error": f"returned something JSON cannot hold: {_problem(outcome['value'])}; {_PLAIN}"})
+
+
+def _problem(value: Any) -> str:
+    """Where the first value JSON cannot hold sits and what it is, e.g. ``$.tool_calls[0].args.tags is of type set``."""
+    stack: list[tuple[Any, str, tuple[int, ...]]] = [(value, "$", ())]
+    while stack:
+        item, where, above = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if id(item) in above:
+                return f"{where} refers back to a container that holds it (a circular reference)"
+            children = _children(item, where)
+            if isinstance(children, str):
+                return children
+            stack.extend((child, path, (*above, id(item))) for child, path in reversed(children))
+        elif not isinstance(item, _SCALARS):
+            return f"{where} is of type {_type_name(item)}"
+        elif isinstance(item, int) and _too_long(item):
+            return f"{where} is an int too long to write in decimal (more than {sys.get_int_max_str_digits()} digits)"
+    return "it is nested too deeply"
+
+
+def _children(item: dict[Any, Any] | list[Any] | tuple[Any, ...], where: str) -> list[tuple[Any, str]] | str:
+    """A container's items with their paths, or the problem with one of its keys."""
+    if not isinstance(item, dict):
+        return [(child, f"{where}[{i}]") for i, child in enumerate(item)]
+    children = []
+    for key, child in item.items():
+        if not isinstance(key, _SCALARS):
+            return f"{where} has a key of type {_type_name(key)}"
+        shown = f".{key}" if isinstance(key, str) and key.isidentifier() else f"[{key!r}]"
+        children.append((child, where + shown))
+    return children
+
+
+def _too_long(number: int) -> bool:
+    """Whether an int has more digits than Python will convert to text."""
+    try:
+        str(number)
+    except ValueError:
+        return True
+    return False
+
+
+def _type_name(value: Any) -> str:
+    """A value's type as the user would write it: ``set``, ``datetime.date``."""
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+if __name__ == "__main__":
+    main()
