@@ -357,3 +357,16 @@ def test_empty_shard_exits_0_and_says_so(project: Path) -> None:
     assert proc.returncode == 0, proc.stdout
     assert last_line(proc.stdout).startswith("no cases in this shard, 2 deselected in ")
     assert trajrun("run", "suites/weather.suite.yaml", "-k", "nothing_is_called_this", cwd=project).returncode == 5
+
+
+def test_html_report_and_report_command_write_the_same_page(project: Path) -> None:
+    """``run --html`` writes the page; ``report RESULTS.json --html`` renders the same page from the JSON report."""
+    proc = trajrun("run", "suites/weather.suite.yaml", "--json", "r.json", "--html", "r.html", cwd=project)
+    assert proc.returncode == 1
+    page = (project / "r.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "wrong city" in page
+    again = trajrun("report", "r.json", "--html", "again.html", cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert (project / "again.html").read_text(encoding="utf-8") == page
+    missing = trajrun("report", "nothing.json", "--html", "x.html", cwd=project)
+    assert missing.returncode == 2 and missing.stderr.startswith("trajrun: error: nothing.json: ")

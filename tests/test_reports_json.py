@@ -16,7 +16,7 @@ from trajrun.trajectory import ToolCall, Trajectory, Usage
 W = "suites/weather.suite.yaml"
 BAD = "suites/bad.suite.yaml"
 CASE_KEYS = {"id", "name", "file", "line", "outcome", "duration", "message", "details", "score", "missing",
-             "unexpected", "checks", "errors", "notes", "trajectory"}
+             "unexpected", "checks", "errors", "notes", "trajectory", "steps"}
 
 
 class StepsReport:

@@ -133,6 +133,7 @@ def _parse_vars(items: tuple[str, ...]) -> dict[str, Any]:
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--junit-xml", type=click.Path(dir_okay=False), help="Write a JUnit XML report here.")
 @click.option("--junit-file-line", is_flag=True, help="Add file and line to each testcase (breaks junit-10.xsd).")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Write a one-file HTML report here.")
 @click.option("--json", "json_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Write a JSON report here ('-': to stdout, the console report then goes to stderr).")
 @click.option("-k", "keyword", help="Select cases by a pytest-style expression over suite::case.")
@@ -146,7 +147,8 @@ def _parse_vars(items: tuple[str, ...]) -> dict[str, Any]:
 @_golden_root_option
 @click.option("-v", "--verbose", count=True, help="One line per case.")
 @click.option("-q", "--quiet", is_flag=True, help="Only failures and the summary.")
-def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, json_file: str | None, **opts: Any) -> None:
+def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, json_file: str | None,
+        html_file: str | None, **opts: Any) -> None:
     """Run suites (default: suites/) and report."""
     from .reports.console import ConsoleReporter  # deferred: start-up time
     from .files import check_target  # deferred: start-up time
@@ -159,7 +161,7 @@ def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, js
         for expr in (opts["keyword"], opts["marker"]):
             if expr:
                 compile_expression(expr)
-        for report in (junit_xml, json_file):
+        for report in (junit_xml, json_file, html_file):
             if report and report != "-":
                 check_target(report)  # refuse /dev/null and the like before the run, not after it
     except (ValueError, ExpressionError, TrajrunError) as exc:
@@ -173,15 +175,30 @@ def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, js
         with _sigterm_interrupts():
             result = run_paths(list(paths) or ["suites"], options, reporter)
     except RunInterrupted as exc:
-        _write_reports(exc.result, junit_xml, junit_file_line, json_file)
+        _write_reports(exc.result, junit_xml, junit_file_line, json_file, html_file)
         done = len(exc.result.cases)
         click.echo(f"trajrun: interrupted; the summary and reports hold the {done} case{'s' if done != 1 else ''} "
                    "that finished", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except TrajrunError as exc:
         _fail(str(exc))
-    _write_reports(result, junit_xml, junit_file_line, json_file)
+    _write_reports(result, junit_xml, junit_file_line, json_file, html_file)
     sys.exit(result.exit_code())
+
+
+@main.command()
+@click.argument("results", type=click.Path(dir_okay=False))
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), required=True,
+              help="Write the HTML report here.")
+def report(results: str, html_file: str) -> None:
+    """Render a saved `trajrun run --json` report (RESULTS) as the one-file HTML report."""
+    from .reports import html  # deferred: start-up time
+
+    try:
+        html.write(html.load_json(results), Path(html_file))
+    except TrajrunError as exc:
+        _fail(str(exc))
+    click.echo(f"wrote {html_file}")
 
 
 def _worker_count(jobs: int | str) -> int:
@@ -216,9 +233,14 @@ def _tune_gc() -> None:
     gc.set_threshold(100_000, 50, 100)
 
 
-def _write_reports(result: Any, junit_xml: str | None, file_line: bool, json_file: str | None) -> None:
+def _write_reports(result: Any, junit_xml: str | None, file_line: bool, json_file: str | None,
+                   html_file: str | None = None) -> None:
     """Write the requested report files (atomically); one that cannot be written exits 2 after the others."""
     problems: list[str] = []
+    if html_file:
+        from .reports import html  # deferred: start-up time
+
+        problems += _try_write("--html", lambda: html.write(result, Path(html_file)))
     if junit_xml:
         from .reports import junit  # deferred: start-up time
 
