@@ -1,7 +1,7 @@
 """The package's layers: every import (at module level or inside a function) points down, and no module
 imports itself back through others.
 
-core (errors, files, trajectory, yaml_core) → sources → match → suites → run → reports → cli, pytest_plugin.
+core (errors, files, limits, trajectory, yaml_core) → sources → match → suites → run → reports → cli, pytest_plugin.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import trajrun
 
 PACKAGE = Path(trajrun.__file__).parent
 LAYERS = ("core", "sources", "match", "suites", "run", "reports", "entry")
-CORE = ("trajrun.errors", "trajrun.files", "trajrun.trajectory", "trajrun.yaml_core")
+CORE = ("trajrun.errors", "trajrun.files", "trajrun.limits", "trajrun.trajectory", "trajrun.yaml_core")
 ENTRY = ("trajrun", "trajrun.__main__", "trajrun.cli", "trajrun.pytest_plugin")
 
 

@@ -124,6 +124,7 @@ def test_absent_key_handled_by_object_comparison() -> None:
 def test_describe_is_short() -> None:
     """describe() gives the short text used in tables."""
     assert compile_value({"$regex": "weather.*Paris"}).describe() == "regex 'weather.*Paris'"
+    assert compile_value({"$approx": 3.14, "$tol": 0.01}).describe() == "approx 3.14 ± 0.01"
 
 
 @pytest.mark.parametrize(

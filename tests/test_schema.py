@@ -19,6 +19,7 @@ UNREADABLE = {
     # refused by the YAML layer itself: there is no document for a schema to look at
     "alias_bomb", "deep_nesting", "merge_not_map", "multiple_documents", "not_utf8", "python_object_tag",
     "tabs", "undefined_alias", "unknown_tag", "yaml_syntax",
+    "bad_int_tag", "deep_block_nesting", "huge_hex_integer", "huge_integer", "huge_integer_tagged",
 }
 LOADER_ONLY = {
     # readable YAML that only the loader rejects: templates, matchers, defaults-dependent rules, names
@@ -30,6 +31,30 @@ LOADER_ONLY = {
     "mixed_dollar_keys", "unknown_matcher", "two_bad_matchers",  # expected arguments are free-form for the schema
     "parallel_in_superset",  # the mode could come from defaults
     "quoted_step",  # any string is a tool name to the schema
+    # matcher operands, regex syntax and bombs, parametrize limits, JSONPath syntax: the schema sees free-form values
+    "approx_operands", "compare_operands", "expr_deep_nesting", "expr_operands", "in_type_absent_any",
+    "literal_beside_others", "matcher_in_answer_and_result", "nested_matcher_errors", "regex_not_string",
+    "regex_only_in_regex_package", "regex_syntax", "regex_unroll_bomb", "parametrize_too_many",
+    "parametrize_undefined_in_name", "source_select_bad_path",
+    # templates and their limits
+    "template_big_integer",
+    "template_center_bomb",
+    "template_deep_parentheses",
+    "template_doubling",
+    "template_failing_expression",
+    "template_filter_unknown",
+    "template_format_width",
+    "template_in_suite_name",
+    "template_lipsum_bomb",
+    "template_list_repeat_bomb",
+    "template_native_wrong_type",
+    "template_nested_loops",
+    "template_output_too_large",
+    "template_power_bomb",
+    "template_range_too_big",
+    "template_repeat_bomb",
+    "template_replace_bomb",
+    "template_undefined_in_tags",
     "no_source",  # the source could come from defaults
     "repeat_file_source", "threshold_without_steps",  # depend on merged defaults
 }

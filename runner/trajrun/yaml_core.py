@@ -11,6 +11,7 @@ result is plain JSON-like data plus ``Marks``: 1-based positions of every key an
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -113,15 +114,16 @@ def _pos(mark: Any) -> Pos:
 
 
 def resolve_plain(value: str) -> Any:
-    """The YAML 1.2 core-schema value of a plain (unquoted) scalar: ``on`` and dates stay strings."""
+    """The YAML 1.2 core-schema value of a plain (unquoted) scalar: ``on`` and dates stay strings.
+
+    Raises ``ValueError`` for an integer longer than ``int_digits_limit()`` digits (as JSON sources do).
+    """
     if _NULL.match(value):
         return None
     if _BOOL.match(value):
         return value.lower() == "true"
     if _INT.match(value):
-        if value.startswith(("0o", "0x")):
-            return int(value[2:], 8 if value[1] == "o" else 16)
-        return int(value)
+        return _integer(value)
     if _FLOAT.match(value):
         lower = value.lower()
         if lower.endswith((".inf", ".nan")):
@@ -130,9 +132,39 @@ def resolve_plain(value: str) -> Any:
     return value
 
 
+def int_digits_limit() -> int:
+    """Python's limit on the decimal digits of an int converted from or to text (4,300 by default; 0: none)."""
+    return sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+
+
+def _integer(value: str) -> int:
+    """A core-schema integer (decimal, ``0o``, ``0x``), refused past Python's digit limit however it is written.
+
+    Hex and octal have no limit of their own, but such an integer could never be printed in a message.
+    """
+    limit = int_digits_limit()
+    if value.startswith(("0o", "0x")):
+        number: int | None = int(value[2:], 8 if value[1] == "o" else 16)
+        digits = _digits(number)
+    else:
+        number, digits = None, len(value.lstrip("+-"))
+    if limit and digits > limit:
+        raise ValueError(f"an integer of {digits:,} digits ({value[:8]}…{value[-8:]}); trajrun reads integers of "
+                         f"at most {limit:,} digits (Python's limit) — quote it to keep it as a string")
+    return int(value) if number is None else number
+
+
+def _digits(number: int) -> int:
+    """About how many decimal digits ``number`` has (exact to within one), without converting it."""
+    return int(abs(number).bit_length() * 0.30103) + 1
+
+
 def is_core_plain_str(value: str) -> bool:
     """Whether ``value`` written plain would read back as this string under YAML 1.2 core."""
-    return isinstance(resolve_plain(value), str)
+    try:
+        return isinstance(resolve_plain(value), str)
+    except ValueError:  # an integer too long to read: quoted, it stays a string
+        return False
 
 
 def decode_utf8(data: bytes) -> str:
@@ -306,7 +338,10 @@ class _Builder:
         if node.tag not in _ALLOWED_TAGS[type(node)]:
             raise _refused(node.tag, node.start_mark, path)
         if isinstance(node, ScalarNode):
-            return _scalar(node)
+            try:
+                return _scalar(node)
+            except ValueError as exc:
+                raise YamlProblem(str(exc), _pos(node.start_mark), path) from None
         if id(node) in self.active:
             raise YamlProblem("an alias refers to the collection that contains it", _pos(node.start_mark), path)
         self.active.add(id(node))
@@ -359,7 +394,7 @@ class _Builder:
 
 
 def _scalar(node: ScalarNode) -> Any:
-    """A scalar's value under the core schema, honouring an explicit core tag."""
+    """A scalar's value under the core schema, honouring an explicit core tag; ``ValueError`` when it cannot be."""
     if node.tag == "plain":
         return resolve_plain(node.value)
     kind = node.tag[len(_CORE):]
@@ -368,5 +403,5 @@ def _scalar(node: ScalarNode) -> Any:
     value = resolve_plain(node.value)
     expected = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[kind]
     if isinstance(value, bool) and kind != "bool" or not isinstance(value, expected):
-        raise YamlProblem(f"'{node.value}' is not a valid !!{kind}", _pos(node.start_mark))
+        raise ValueError(f"'{node.value}' is not a valid !!{kind}")
     return float(value) if kind == "float" else value

@@ -14,7 +14,8 @@ import traceback
 from typing import Any, Callable, Hashable
 
 from ..errors import CheckError, SpecError
-from .expressions import compile_expression, syntax_problem
+from ..limits import compile_regex, regex_search
+from .expressions import TemplateLimit, evaluate_expression, syntax_problem
 from .values import JSON_TYPES, Matcher, Path, compare_value, is_number, json_type, render_value
 
 __all__ = ["Matcher", "compile_value"]
@@ -46,17 +47,22 @@ class AllOf(Matcher):
 
 
 class Regex(Matcher):
-    """``$regex``: ``re.search`` on a string."""
+    """``$regex``: ``re.search`` on a string, stopped after ``TRAJRUN_REGEX_TIMEOUT`` seconds per string."""
 
     __slots__ = ("pattern", "_rx")
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
-        self._rx = re.compile(pattern)
+        self._rx = compile_regex(pattern)
 
     def test(self, actual: Any) -> bool:
-        """A string in which the pattern is found."""
-        return isinstance(actual, str) and self._rx.search(actual) is not None
+        """A string in which the pattern is found; a match past the time limit cannot be judged (``CheckError``)."""
+        if not isinstance(actual, str):
+            return False
+        try:
+            return regex_search(self._rx, actual)
+        except TimeoutError as exc:
+            raise CheckError(f"${exc}") from None
 
     def describe(self) -> str:
         """``regex 'pattern'``."""
@@ -124,8 +130,8 @@ class Approx(Matcher):
         return is_number(actual) and abs(actual - self.value) <= self.tol
 
     def describe(self) -> str:
-        """``approx 3.14 +- 0.01``."""
-        return f"approx {self.value} +- {self.tol}"
+        """``approx 3.14 ± 0.01``."""
+        return f"approx {self.value} ± {self.tol}"
 
 
 class In(Matcher):
@@ -263,20 +269,27 @@ class Expr(Matcher):
     def test(self, actual: Any) -> bool:
         """Evaluate; a non-boolean result or a failure cannot be judged (``CheckError``)."""
         try:
-            result = compile_expression(self.source)(value=actual)
+            result = evaluate_expression(self.source, {"value": actual})
+        except TemplateLimit as exc:
+            raise CheckError(f"$expr {quote_text(self.source)} stopped on {render_value(actual)}: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            raise CheckError(f"$expr {self.source!r} failed on {render_value(actual)}: {last}") from None
+            raise CheckError(f"$expr {quote_text(self.source)} failed on {render_value(actual)}: {last}") from None
         if not isinstance(result, bool):
             raise CheckError(
-                f"$expr {self.source!r} gave {render_value(result, 40)} ({type(result).__name__}), not a boolean; "
-                "write a comparison such as 'value | length < 200'"
+                f"$expr {quote_text(self.source)} gave {render_value(result, 40)} ({type(result).__name__}), "
+                "not a boolean; write a comparison such as 'value | length < 200'"
             )
         return result
 
     def describe(self) -> str:
         """``expr 'source'``."""
         return f"expr {self.source!r}"
+
+
+def quote_text(text: str) -> str:
+    """A pattern, expression or template as messages quote it: whole, or its start and end when it is long."""
+    return repr(text) if len(text) <= 120 else f"{text[:60]!r}…{text[-40:]!r} ({len(text):,} characters)"
 
 
 # -- compiling ---------------------------------------------------------------------------------
@@ -376,7 +389,7 @@ def _regex(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
     try:
         return Regex(operand)
     except re.error as exc:
-        raise SpecError(f"$regex {operand!r} does not compile: {exc}", path) from None
+        raise SpecError(f"$regex {quote_text(operand)} does not compile: {exc}", path) from None
 
 
 def _icase(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
@@ -442,7 +455,7 @@ def _expr(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
     """``$expr``: a Jinja2 expression that parses."""
     _need(isinstance(operand, str), f"$expr needs an expression string, got {render_value(operand, 40)}", path)
     problem = syntax_problem(operand)
-    _need(problem is None, f"$expr {operand!r} does not parse: {problem}", path)
+    _need(problem is None, f"$expr {quote_text(operand)} does not parse: {problem}", path)
     return Expr(operand)
 
 

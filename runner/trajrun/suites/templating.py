@@ -5,19 +5,23 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
+import math
 import os
 import re
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Union
 
 from ..errors import SpecError, kind
-from ..match.expressions import compile_expression, environment
+from ..match.expressions import TemplateLimit, compile_expression, environment, evaluate_expression, limited
+from ..match.matchers import quote_text
 from ..yaml_core import YamlProblem, load_text, resolve_plain
 
 Path = tuple[Union[str, int], ...]
 
 
 MERGED_KEYS = ("tools", "calls", "budget")
+MAX_CASES = 100_000
+"""The most cases one ``parametrize`` may make (counted before any is built)."""
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
 _NATIVE = re.compile(r"^\{\{(?P<expr>(?:(?!\{\{|\}\}).)*)\}\}\Z", re.DOTALL)
 _UNDEFINED = re.compile(r"^'([^']+)' is undefined$")
@@ -97,14 +101,23 @@ def expand_parametrize(spec: Any) -> list[list[tuple[str, Any]]]:
         for key, values in spec.items():
             if not isinstance(values, list) or not values:
                 raise SpecError(f"parametrize '{key}' must be a non-empty list of values, found {kind(values)}", (key,))
+        _check_count(math.prod(map(len, spec.values())), " × ".join(f"{len(v):,}" for v in spec.values()))
         keys = list(spec)
         return [list(zip(keys, combo)) for combo in itertools.product(*spec.values())]
     if isinstance(spec, list) and spec:
+        _check_count(len(spec), f"{len(spec):,} entries")
         for index, item in enumerate(spec):
             if not isinstance(item, dict) or not item:
                 raise SpecError(f"each parametrize entry must be a non-empty map of variables, found {kind(item)}", (index,))
         return [list(item.items()) for item in spec]
     raise SpecError(f"parametrize must be a map of lists or a non-empty list of maps, found {kind(spec)}")
+
+
+def _check_count(count: int, how: str) -> None:
+    """Refuse a ``parametrize`` that would make more than ``MAX_CASES`` cases."""
+    if count > MAX_CASES:
+        raise SpecError(f"parametrize would make {count:,} cases ({how}), above the limit of {MAX_CASES:,}; "
+                        "split it into several cases or suite files")
 
 
 def case_name(name: str, params: list[tuple[str, Any]]) -> str:
@@ -139,7 +152,8 @@ def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path],
 def render_string(text: str, variables: Mapping[str, Any]) -> Any:
     """Render one string; a string that is exactly ``{{ expr }}`` keeps the native type of the result.
 
-    Raises ``SpecError`` for an undefined variable, a syntax error or a failing expression.
+    Raises ``SpecError`` for an undefined variable, a syntax error, a failing expression, or one
+    that goes past the sandbox's bounds (sizes, steps, time: ``trajrun.match.expressions``).
     """
     if not any(marker in text for marker in _TEMPLATE_MARKERS):
         return text
@@ -149,13 +163,19 @@ def render_string(text: str, variables: Mapping[str, Any]) -> Any:
         native = _native(text, variables)
         if native is not _NOT_NATIVE:
             return native
-        return _text_environment().from_string(text).render(variables)
+        with limited(_data(variables)):
+            return _text_environment().from_string(text).render(variables)
     except UndefinedError as exc:
         raise _undefined(exc, text, variables) from None
     except TemplateSyntaxError as exc:
-        raise _spec_error(f"template syntax error in {text!r}: {exc.message}") from None
+        raise _spec_error(f"template syntax error in {quote_text(text)}: {exc.message}") from None
+    except TemplateLimit as exc:
+        raise _spec_error(f"template {quote_text(text)} stopped: {exc}") from None
+    except RecursionError:
+        raise _spec_error(f"template {quote_text(text)} nests or recurses too deeply (past Python's recursion "
+                          "limit); simplify it") from None
     except Exception as exc:  # noqa: BLE001 - any failure of a user's expression is reported, not raised
-        raise _spec_error(f"template {text!r} failed: {type(exc).__name__}: {exc}") from None
+        raise _spec_error(f"template {quote_text(text)} failed: {type(exc).__name__}: {exc}") from None
 
 
 _NOT_NATIVE = object()
@@ -169,10 +189,15 @@ def _native(text: str, variables: Mapping[str, Any]) -> Any:
     if not match:
         return _NOT_NATIVE
     try:
-        expression = compile_expression(match["expr"])
+        compile_expression(match["expr"])
     except TemplateSyntaxError:
         return _NOT_NATIVE
-    return _plain(expression(**variables))
+    return _plain(evaluate_expression(match["expr"], variables, _data(variables)))
+
+
+def _data(variables: Mapping[str, Any]) -> dict[str, Any]:
+    """The variables that may make a template's values larger than the usual limit: all but ``env``."""
+    return {name: value for name, value in variables.items() if not isinstance(value, _Environ)}
 
 
 def _plain(value: Any) -> Any:
@@ -197,15 +222,15 @@ def _undefined(exc: Exception, text: str, variables: Mapping[str, Any]) -> Excep
     message = str(exc)
     env = _NO_ENV.search(message)
     if env:
-        return _spec_error(f"environment variable {env[1]} is not set (used in {text!r}); set it or give a default: "
-                           f"{{{{ env.get('{env[1]}', 'x') }}}}")
+        return _spec_error(f"environment variable {env[1]} is not set (used in {quote_text(text)}); set it or give a "
+                           f"default: {{{{ env.get('{env[1]}', 'x') }}}}")
     name = _UNDEFINED.match(message)
     if not name:
-        return _spec_error(f"undefined value in {text!r}: {message}")
+        return _spec_error(f"undefined value in {quote_text(text)}: {message}")
     known = [k for k in variables if k != "env"]
     hint = difflib.get_close_matches(name[1], known, n=1)
     suggestion = f" — did you mean '{hint[0]}'?" if hint else ""
-    return _spec_error(f"undefined variable '{name[1]}' in {text!r}{suggestion} "
+    return _spec_error(f"undefined variable '{name[1]}' in {quote_text(text)}{suggestion} "
                        f"(define it in `vars`, pass --var {name[1]}=..., or list it in `parametrize`)")
 
 
