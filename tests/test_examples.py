@@ -115,6 +115,7 @@ def test_junit_report_is_valid(green_run: subprocess.CompletedProcess[str], work
     root = ElementTree.parse(report).getroot()
     assert (root.get("failures"), root.get("errors")) == ("0", "0")
     assert len(root.findall("testsuite")) == len(SUITES)
+    assert root.findall(".//system-out") == []  # passing cases carry no actual steps by default
 
 
 def test_update_golden_changes_nothing(workdir: Path, tmp_path: Path) -> None:

@@ -213,3 +213,23 @@ def test_failed_write_keeps_the_previous_report(tmp_path: Path, monkeypatch: pyt
         junit.write(sample_run(), path)
     assert path.read_text() == "<testsuites name='old'/>"
     assert [p.name for p in tmp_path.iterdir()] == ["junit.xml"]
+
+
+@pytest.mark.parametrize("system_out, expected", [("failed", {"rome", "café ☕ 東京"}), ("all", {"paris", "rome", "café ☕ 東京"}),
+                                                  ("none", set())])  # fmt: skip
+def test_system_out_goes_to_the_cases_asked_for(system_out: str, expected: set[str]) -> None:
+    """By default only cases that did not pass carry their actual steps; ``all`` and ``none`` as named."""
+    root = junit.render(sample_run(), hostname="ci", system_out=system_out)
+    assert {tc.get("name") for tc in root.iter("testcase") if tc.find("system-out") is not None} == expected
+    XSD.validate(ET.ElementTree(root))
+
+
+def test_long_message_is_cut_and_kept_whole_in_the_body() -> None:
+    """A failure message past the width is one cut line in the attribute; the body opens with all of it."""
+    long = "1 check failed: answer (" + "x" * 500 + ")"
+    run = RunResult((SuiteResult("s", "s.suite.yaml", timestamp=STAMP, cases=(
+        case("s.suite.yaml", "s", "long", "failed", message=long, details="answer differs"),)),))
+    failure = junit.render(run, hostname="ci").find("testsuite/testcase/failure")
+    assert failure is not None
+    assert len(failure.get("message", "")) == junit.MESSAGE_WIDTH and failure.get("message", "").endswith("…")
+    assert (failure.text or "").startswith(long + "\n\nanswer differs")

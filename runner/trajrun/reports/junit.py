@@ -14,18 +14,27 @@ from .text import one_line, seconds, xml_safe
 UNNAMED = "(unnamed)"
 LOAD_CASE = "(load)"
 LOAD_MESSAGE = "suite could not be loaded"
+SYSTEM_OUT = ("failed", "all", "none")
+"""Which cases carry their actual steps in ``<system-out>``: ``failed`` (failed, erred, xpassed), every one, none."""
+MESSAGE_WIDTH = 300
+"""Past this many characters a ``message`` attribute is cut (with ``…``); the body holds the whole text."""
+_SHOWN = {"failed": frozenset({"failed", "error", "xpassed"}), "all": None, "none": frozenset()}
 
 
-def render(run: RunResult, *, file_line: bool = False, hostname: str | None = None) -> ET.Element:
+def render(run: RunResult, *, file_line: bool = False, hostname: str | None = None,
+           system_out: str = "failed") -> ET.Element:
     """The whole report as ``<testsuites>``: one ``<testsuite>`` per suite file, load failures included.
 
     ``file_line`` adds ``file`` and a 1-based ``line`` to every testcase for annotation tools
-    (GitLab, action-junit-report); it breaks junit-10.xsd, so it is opt-in.
+    (GitLab, action-junit-report); it breaks junit-10.xsd, so it is opt-in. ``system_out`` (one of
+    ``SYSTEM_OUT``) says which cases carry their actual steps: by default only those that did not
+    pass, since nobody reads a passing case's run and it made most of a large report.
     """
     host = hostname if hostname is not None else socket.gethostname()
     root = ET.Element("testsuites", {"name": "trajrun"})
     seen: set[tuple[str, str]] = set()
-    suites = [_suite(s, host, seen, file_line) for s in run.suites]
+    shown = _SHOWN[system_out]
+    suites = [_suite(s, host, seen, file_line, shown) for s in run.suites]
     totals = {key: sum(int(s.get(key, "0")) for s in suites) for key in ("tests", "failures", "errors")}
     root.attrib.update({key: str(value) for key, value in totals.items()})
     root.set("time", seconds(run.duration))
@@ -33,20 +42,21 @@ def render(run: RunResult, *, file_line: bool = False, hostname: str | None = No
     return root
 
 
-def write(run: RunResult, path: str | os.PathLike[str], *, file_line: bool = False) -> None:
+def write(run: RunResult, path: str | os.PathLike[str], *, file_line: bool = False, system_out: str = "failed") -> None:
     """Render ``run`` and write it to ``path`` atomically, as UTF-8 with an XML declaration."""
-    tree = ET.ElementTree(render(run, file_line=file_line))
+    tree = ET.ElementTree(render(run, file_line=file_line, system_out=system_out))
     ET.indent(tree)
     atomic_write(path, lambda handle: tree.write(handle, encoding="utf-8", xml_declaration=True))
 
 
-def _suite(suite: SuiteResult, host: str, seen: set[tuple[str, str]], file_line: bool) -> ET.Element:
+def _suite(suite: SuiteResult, host: str, seen: set[tuple[str, str]], file_line: bool,
+           shown: frozenset[str] | None) -> ET.Element:
     """One ``<testsuite>`` with its counts, properties and testcases."""
     if suite.load_errors:
         cases = [_load_case(suite, seen, file_line)]
         counts = {"tests": 1, "failures": 0, "errors": 1, "skipped": 0}
     else:
-        cases = [_case(c, seen, file_line) for c in suite.cases]
+        cases = [_case(c, seen, file_line, shown) for c in suite.cases]
         counts = _suite_counts(suite.cases)
     element = ET.Element("testsuite", {"name": xml_safe(one_line(_suite_name(suite))) or UNNAMED})
     element.attrib.update({key: str(value) for key, value in counts.items()})
@@ -123,7 +133,7 @@ def _load_case(suite: SuiteResult, seen: set[tuple[str, str]], file_line: bool) 
     return element
 
 
-def _case(case: CaseResult, seen: set[tuple[str, str]], file_line: bool) -> ET.Element:
+def _case(case: CaseResult, seen: set[tuple[str, str]], file_line: bool, shown: frozenset[str] | None) -> ET.Element:
     """One ``<testcase>``: its result element by outcome, the actual steps in ``<system-out>``."""
     element = _testcase(case.suite, case.name, seen, case.duration)
     if file_line:
@@ -142,14 +152,19 @@ def _case(case: CaseResult, seen: set[tuple[str, str]], file_line: bool) -> ET.E
         _result(element, "skipped", case.message or case.outcome, None, body)
     elif case.notes:
         ET.SubElement(element, "system-err").text = xml_safe("\n".join(case.notes))
-    if case.actual_yaml:
+    if case.actual_yaml and (shown is None or case.outcome in shown):
         ET.SubElement(element, "system-out").text = xml_safe(case.actual_yaml)
     return element
 
 
 def _result(parent: ET.Element, tag: str, message: str, kind: str | None, body: str) -> None:
-    """Append a failure/error/skipped element: one-line ``message``, optional ``type``, text body."""
-    element = ET.SubElement(parent, tag, {"message": xml_safe(one_line(message))})
+    """Append a failure/error/skipped element: one-line ``message`` (cut past ``MESSAGE_WIDTH``, the whole
+    line then opening the body), optional ``type``, text body."""
+    line = one_line(message)
+    if len(line) > MESSAGE_WIDTH:
+        body = f"{line}\n\n{body}" if body else line
+        line = line[: MESSAGE_WIDTH - 1] + "…"
+    element = ET.SubElement(parent, tag, {"message": xml_safe(line)})
     if kind:
         element.set("type", xml_safe(one_line(kind)))
     if body:
