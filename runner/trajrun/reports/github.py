@@ -1,0 +1,107 @@
+"""GitHub Actions output: an ``::error`` workflow command per failed case, and a Markdown job summary.
+
+GitHub reads workflow commands from a step's output and shows each as an annotation on the suite
+file's line; the job summary is Markdown appended to the file ``$GITHUB_STEP_SUMMARY`` names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..run.results import CaseResult, RunResult
+from .text import one_line, terminal_safe
+
+PROBLEMS = ("failed", "error", "xpassed")
+MAX_SUMMARY_ROWS = 50
+"""Failures listed in the job summary table; the rest are counted."""
+_LOAD_LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?::\d+)?: (?P<message>.*)$")
+
+
+def enabled(choice: str | None, environ: Mapping[str, str] = os.environ) -> bool:
+    """``--annotations github`` on, ``none`` off; by default on inside GitHub Actions (``GITHUB_ACTIONS=true``)."""
+    if choice is not None:
+        return choice == "github"
+    return environ.get("GITHUB_ACTIONS") == "true"
+
+
+def annotations(run: RunResult, workspace: str | None = None) -> list[str]:
+    """One ``::error file=…,line=…,title=…::message`` line per failed, erred or xpassed case and per load error."""
+    root = Path(workspace or os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
+    lines = [_load_error(suite.file, error, root) for suite in run.suites for error in suite.load_errors]
+    for case in run.cases:
+        if case.outcome in PROBLEMS:
+            title = f"{case.suite} :: {case.name} {case.outcome}"
+            lines.append(_command(_relative(case.file, root), case.line, title, _case_text(case)))
+    return lines
+
+
+def summary(run: RunResult) -> str:
+    """The Markdown job summary: the closing line, counts per outcome, and a table of the cases that did not pass."""
+    counts = run.counts()
+    lines = ["## trajrun", "", f"**{_cell(run.summary_line())}**", "",
+             "| " + " | ".join(counts) + " |", "|" + " ---: |" * len(counts),
+             "| " + " | ".join(str(n) for n in counts.values()) + " |"]  # fmt: skip
+    problems = [case for case in run.cases if case.outcome in PROBLEMS]
+    loads = [(suite.file, error) for suite in run.suites for error in suite.load_errors]
+    if problems or loads:
+        lines += ["", "| case | outcome | message |", "| --- | --- | --- |"]
+        lines += [f"| `{_cell(file)}` | load error | {_cell(error)} |" for file, error in loads]
+        lines += [f"| {_cell(c.suite)} :: {_cell(c.name)} (`{_cell(c.file)}:{c.line}`) | {c.outcome} | "
+                  f"{_cell(c.message)} |" for c in problems[:MAX_SUMMARY_ROWS]]  # fmt: skip
+        if len(problems) > MAX_SUMMARY_ROWS:
+            lines.append(f"| … | | {len(problems) - MAX_SUMMARY_ROWS} more; see the JUnit or HTML report |")
+    return "\n".join(lines) + "\n"
+
+
+def append_summary(run: RunResult, environ: Mapping[str, str] = os.environ) -> None:
+    """Append the summary to ``$GITHUB_STEP_SUMMARY`` when GitHub set it (a plain append, as GitHub expects)."""
+    target = environ.get("GITHUB_STEP_SUMMARY")
+    if target:
+        with open(target, "a", encoding="utf-8", errors="replace") as handle:
+            handle.write(summary(run))
+
+
+def _case_text(case: CaseResult) -> str:
+    """The annotation's text: the one-line message, then the details the console prints."""
+    return "\n".join(part for part in (case.message, case.details) if part)
+
+
+def _load_error(file: str, error: str, root: Path) -> str:
+    """A load error (``file:line:col: path: message``) as an annotation on its line."""
+    found = _LOAD_LINE.match(error)
+    line = int(found["line"]) if found else 1
+    return _command(_relative(file, root), line, f"{Path(file).name} could not be loaded",
+                    found["message"] if found else error)
+
+
+def _command(file: str, line: int, title: str, message: str) -> str:
+    """``::error file=F,line=L,title=T::message`` escaped as the workflow-command rules require."""
+    props = f"file={_property(file)},line={max(line, 1)},title={_property(title)}"
+    return f"::error {props}::{_data(terminal_safe(message))}"
+
+
+def _data(text: str) -> str:
+    """A command's message: ``%``, CR and LF escaped (GitHub turns ``%0A`` back into a line break)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    """A command property: as ``_data`` plus ``:`` and ``,``, which end a property."""
+    return _data(one_line(terminal_safe(text))).replace(":", "%3A").replace(",", "%2C")
+
+
+def _relative(file: str, root: Path) -> str:
+    """The file relative to the workspace (GitHub places annotations by repository path), else as given."""
+    try:
+        return Path(os.path.relpath(Path(file).resolve(), root.resolve())).as_posix()
+    except ValueError:
+        return Path(file).as_posix()
+
+
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: one line, pipes escaped, cut to a readable length."""
+    line = one_line(terminal_safe(text)).replace("|", "\\|")
+    return line if len(line) <= 200 else line[:199] + "…"
