@@ -43,6 +43,23 @@ def test_calls_bounds() -> None:
     assert evaluate(Expectation(calls={"search": CountBound(3, 3)}), traj).passed
 
 
+def test_calls_detail_adds_each_bound_and_count_or_stays_empty() -> None:
+    """The detail never repeats the summary: it lists every bounded tool beside its count, or is empty when all failed."""
+    traj = run("search", "search", "search", "book")
+    bounds = {"search": CountBound(max=2), "book": CountBound(1, 1), "pay": CountBound(0, 3), "ask": CountBound(min=0)}
+    failure = evaluate(Expectation(calls=bounds), traj).failures[0]
+    assert failure.summary == "search called 3 times, max 2"
+    assert failure.detail.splitlines() == [
+        "search  at most 2   actual 3  too many",
+        "book    exactly 1   actual 1  ok",
+        "pay     0 to 3      actual 0  ok",
+        "ask     at least 0  actual 0  ok",
+    ]
+    only = evaluate(Expectation(calls={"search": CountBound(max=2), "book": CountBound(min=2)}), traj)
+    assert only.failures[0].detail == ""
+    assert only.details() == "calls: search called 3 times, max 2, book called 1 time, min 2"
+
+
 def test_budget_calls_turns_tokens() -> None:
     """budget: inclusive upper bounds on calls, turns and total tokens."""
     traj = run(*["s"] * 9, usage=Usage(4000, 1500))

@@ -166,6 +166,15 @@ def test_field_comparators() -> None:
     assert not check([exp], bad, tools=tools).passed
 
 
+def test_approx_field_diff_shows_the_tolerance() -> None:
+    """A field compared with ``{approx: tol}`` that differs shows the tolerance it was allowed, plain or as a JSONPath."""
+    tools = {"pay": ToolRule(fields={"amount": FieldRule("approx", 0.01), "$.lines[*].price": FieldRule("approx", 0.5)})}
+    exp = step("pay", {"amount": 3.14, "lines": [{"price": 10}]})
+    detail = check([exp], run(("pay", {"amount": 3.2, "lines": [{"price": 11}]})), tools=tools).failures[0].detail
+    assert "  $.amount: expected 3.14 ± 0.01, got 3.2" in detail.splitlines()
+    assert "  $.lines[0].price: expected 10 ± 0.5, got 11" in detail.splitlines()
+
+
 def test_field_jsonpath_nested() -> None:
     """A JSONPath field key names a nested field; filters work."""
     tools = {"ev": ToolRule(args_mode="superset", fields={"$.location.city": FieldRule("icase")})}
@@ -257,6 +266,18 @@ def test_diff_table_and_nearest_fields() -> None:
     assert "args differ" in detail and "UNEXPECTED" in detail
     assert "  $.query: expected 'weather in Paris', got 'weather in Lyon'" in detail.splitlines()
     assert ev.failures[0].summary == "1 unexpected, 1 args differ"
+
+
+def test_in_order_table_puts_a_missing_step_where_the_run_should_have_made_it() -> None:
+    """in_order: a missing step follows the step before it and precedes the call of the step after it, even when the
+    step before it sits beside an earlier, out-of-order nearest call; rows stay in run order."""
+    steps = [step("lookup"), step("search", {"q": "paris"}), step("fetch"), step("write")]
+    traj = run(("search", {"q": "lyon"}), ("lookup", {}), ("notify", {}), ("write", {}))
+    report = check(steps, traj, mode="in_order").steps
+    assert report.pairs == ((0, 1), (3, 3))
+    table = report.detail.split("\n\n")[0].splitlines()[1:]
+    assert [line.split()[0] for line in table] == ["1", "0", "2", "[2]", "3"]
+    assert table[2].split() == ["2", "fetch", "MISSING"]
 
 
 def test_diff_truncates_long_args() -> None:

@@ -87,6 +87,34 @@ def test_failure_report_is_the_cli_case_report(project: pytest.Pytester) -> None
     result.stdout.fnmatch_lines([line.replace("[", "[[]") for line in expected], consecutive=True)
 
 
+def test_reports_start_with_file_and_line_and_summaries_read_like_the_cli(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure or error report starts with the case's ``file:line``; ``-rA`` lines carry the CLI's one-line message."""
+    monkeypatch.setenv("COLUMNS", "400")  # summary lines are cut to the terminal's width
+    result = project.runpytest("-k", "wrong_city or no_source", "-rA")
+    result.stdout.fnmatch_lines(["*_ case wrong_city _*", "weather.suite.yaml:9", "1 check failed: steps (2 args differ)",
+                                 "steps: 2 args differ"], consecutive=True)  # fmt: skip
+    result.stdout.fnmatch_lines(["*_ ERROR at setup of case no_source _*", "weather.suite.yaml:15",
+                                 "source: *missing.json: file not found; *"], consecutive=True)  # fmt: skip
+    result.stdout.fnmatch_lines([
+        "ERROR weather.suite.yaml::no_source - source: *missing.json: file not found; *",
+        "FAILED weather.suite.yaml::wrong_city - 1 check failed: steps (2 args differ)",
+    ])  # fmt: skip
+    assert "CaseErrorException" not in result.stdout.str() and "CaseFailure" not in result.stdout.str()
+
+
+def test_reports_and_summaries_survive_xdist(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``-n 2`` the reports travel from the workers with their ``file:line`` and one-line message intact."""
+    monkeypatch.setenv("COLUMNS", "400")
+    result = project.runpytest_subprocess("-n", "2", "-k", "wrong_city or no_source", "-rA")
+    result.stdout.fnmatch_lines(["weather.suite.yaml:9", "1 check failed: steps (2 args differ)"], consecutive=True)
+    result.stdout.fnmatch_lines([
+        "ERROR weather.suite.yaml::no_source - source: *missing.json: file not found; *",
+        "FAILED weather.suite.yaml::wrong_city - 1 check failed: steps (2 args differ)",
+    ])  # fmt: skip
+
+
 def test_case_error_is_a_pytest_error(project: pytest.Pytester) -> None:
     """A missing source is an error (not a failure) whose report names the file, without a traceback."""
     result = project.runpytest("-k", "no_source")

@@ -18,30 +18,58 @@ def _error(doc: object, fmt: str = "auto") -> str:
     return str(info.value)
 
 
-def test_undetectable_document_lists_every_format_tried() -> None:
-    """A LangGraph state-history summary is no run: each format says why it does not fit."""
+def _source_error(doc: object, fmt: str = "auto") -> SourceError:
+    """The SourceError read_trajectory raises."""
+    with pytest.raises(SourceError) as info:
+        read_trajectory(doc, fmt, origin="run.json")
+    return info.value
+
+
+def test_undetectable_document_is_one_line_and_keeps_every_reason() -> None:
+    """A LangGraph state-history summary is no run: one line names the fixes, each format's reason is on the error."""
     path = SAMPLES / "langgraph" / "get_state_history_summary.json"
     with pytest.raises(SourceError) as info:
         load_trajectory(path)
     assert str(info.value) == (
-        f"{path}: cannot tell the format of a list of 5 items; tried:\n"
-        "  otel: item 0 is neither an OTLP document nor a span\n"
-        "  graph: no 'steps' list of node-name lists\n"
-        "  langgraph: not a mapping\n"
-        "  trajectory: no top-level 'tool_calls' list\n"
-        "  anthropic: message 0 has role None, expected 'user' or 'assistant'\n"
-        "  gemini: item 0 has neither 'parts' nor an event 'content'\n"
-        "  bedrock: message 0 is not a {role: user|assistant, content: [blocks]} message\n"
-        "  openai-responses: no typed items (function_call, message, …)\n"
-        "  langchain: item 0 is not a LangChain message (type None)\n"
-        "  openai: item 0 has no 'role'\n"
-        "name the format with 'format:', or point 'select:' at the message list"
+        f"{path}: cannot tell the format of a list of 5 items: none of otel, graph, langgraph, trajectory, anthropic, "
+        "gemini, bedrock, openai-responses, langchain, openai fits; name the format with 'format:', or point 'select:' "
+        f"at the message list (run `trajrun show {path} -v` to see why each format does not fit)"
+    )
+    assert info.value.reasons == (
+        "otel: item 0 is neither an OTLP document nor a span",
+        "graph: no 'steps' list of node-name lists",
+        "langgraph: not a mapping",
+        "trajectory: no top-level 'tool_calls' list",
+        "anthropic: message 0 has role None, expected 'user' or 'assistant'",
+        "gemini: item 0 has neither 'parts' nor an event 'content'",
+        "bedrock: message 0 is not a {role: user|assistant, content: [blocks]} message",
+        "openai-responses: no typed items (function_call, message, …)",
+        "langchain: item 0 is not a LangChain message (type None)",
+        "openai: item 0 has no 'role'",
     )
 
 
 def test_undetectable_scalar() -> None:
-    """A bare string is described as such."""
-    assert _error("hello").startswith("run.json: cannot tell the format of a string ('hello'); tried:\n  otel: ")
+    """A bare string is described as such; a document not read from a file says to save it to see the reasons."""
+    error = _source_error("hello")
+    assert str(error).startswith("run.json: cannot tell the format of a string ('hello'): none of otel, ")
+    assert str(error).endswith("(save the document to a file and run `trajrun show FILE -v` to see why each format "
+                               "does not fit)")  # fmt: skip
+    assert "\n" not in str(error) and len(error.reasons) == 10
+
+
+def test_undetectable_jsonl_read_whole_says_to_pick_a_record(tmp_path: Path) -> None:
+    """A .jsonl file without ``record`` is the list of its lines: the message says so and how to pick one run."""
+    path = tmp_path / "runs.jsonl"
+    path.write_text('{"run": 1}\n{"run": 2}\n', encoding="utf-8")
+    with pytest.raises(SourceError) as info:
+        load_trajectory(path)
+    assert "fits; a .jsonl file is read as the list of its lines; pick one run with record: N, name the format" in str(
+        info.value)  # fmt: skip
+    with pytest.raises(SourceError) as info:
+        load_trajectory(path, record=2)
+    assert "a .jsonl file" not in str(info.value)
+    assert f"(run `trajrun show {path} --record 2 -v` to see why" in str(info.value)
 
 
 def test_unknown_format_suggests_the_nearest() -> None:
@@ -63,6 +91,15 @@ def test_explicit_format_that_does_not_fit() -> None:
         "run.json: expected a langchain document, found a list of 1 item: item 0 is not a LangChain message "
         "(type None); check the format, or use format: auto"
     )
+
+
+@pytest.mark.parametrize(("fmt", "article"), [
+    ("anthropic", "an"), ("openai", "an"), ("openai-responses", "an"), ("otel", "an"), ("gemini", "a"),
+    ("langchain", "a"), ("trajectory", "a"), ("bedrock", "a"),
+])  # fmt: skip
+def test_explicit_format_takes_the_right_article(fmt: str, article: str) -> None:
+    """``an anthropic document``, ``a gemini document``: the article fits the format's name."""
+    assert _error("hello", fmt).startswith(f"run.json: expected {article} {fmt} document, found a string")
 
 
 def test_mapping_with_messages_is_read_as_that_list() -> None:
@@ -103,5 +140,6 @@ def test_chat_list_with_a_broken_call_names_why_responses_does_not_fit() -> None
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "function": {"name": 3, "arguments": "{}"}}]},
     ]
-    assert "  openai-responses: item 1 is a Chat Completions message ('tool_calls' or role 'tool')\n" in _error(chat)
-    assert "  openai: tool call 0 has no string name\n" in _error(chat)
+    reasons = _source_error(chat).reasons
+    assert "openai-responses: item 1 is a Chat Completions message ('tool_calls' or role 'tool')" in reasons
+    assert "openai: tool call 0 has no string name" in reasons

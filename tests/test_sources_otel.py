@@ -400,7 +400,7 @@ def test_documents_that_are_no_trace_are_left_to_other_formats(doc: Any) -> None
     try:
         fmt = read_trajectory(doc).format
     except SourceError as exc:
-        assert "  otel: " in str(exc)
+        assert exc.reasons[0].startswith("otel: ")
     else:
         assert fmt == "openai"
 
@@ -408,7 +408,7 @@ def test_documents_that_are_no_trace_are_left_to_other_formats(doc: Any) -> None
 def test_explicit_otel_on_a_chat_history() -> None:
     """``format: otel`` on messages says what it expected."""
     assert _error([{"role": "user", "content": "hi"}], "otel") == (
-        "trace.json: expected a otel document, found a list of 1 item: item 0 is neither an OTLP document nor a span; "
+        "trace.json: expected an otel document, found a list of 1 item: item 0 is neither an OTLP document nor a span; "
         "check the format, or use format: auto"
     )
 

@@ -50,12 +50,17 @@ class SuiteErrors(TrajrunError):
 
 
 class SourceError(TrajrunError):
-    """A message source that cannot be read: names the file and says what was expected and found."""
+    """A message source that cannot be read: names the file and says what was expected and found.
 
-    def __init__(self, message: str, file: str | None = None) -> None:
+    ``reasons`` is set when no format fits a document: why each format tried does not, one
+    ``"name: reason"`` per format, for ``trajrun show -v`` (the message itself stays one line).
+    """
+
+    def __init__(self, message: str, file: str | None = None, reasons: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.file = file
+        self.reasons = reasons
 
     def __str__(self) -> str:
         return f"{self.file}: {self.message}" if self.file else self.message

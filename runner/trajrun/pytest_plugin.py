@@ -6,9 +6,10 @@ names them (``suites/x.suite.yaml::paris[city=Paris]``).
 
 Outcomes map onto pytest's:
 
-* passed / failed as usual; a failure prints the same message, table and notes as ``trajrun run``.
+* passed / failed as usual; a failure prints what ``trajrun run`` prints (``file:line``, the message,
+  table and notes), and its short summary line (``-rA``) and JUnit message are the CLI's one-line message.
 * a case *error* (missing source, unreadable document, a check that cannot be evaluated) is a pytest
-  error: the case runs in the item's setup, and an error is raised there.
+  error: the case runs in the item's setup, and an error is raised there, reported the same way.
 * ``skip: reason`` is a ``skip`` marker; the case is not run.
 * ``xfail: reason`` is handled here, not with ``pytest.mark.xfail``: it covers failures only. A
   failing case is xfailed, a passing one fails as ``XPASS(strict): reason``, an error stays an error.
@@ -21,11 +22,13 @@ name; and a tag named like one of pytest's own markers (``skip``, ``xfail``, ``p
 which as a bare marker would change how the case runs.
 
 The ini option ``trajrun_collect`` (default true) turns collection off; ``--trajrun-var K=V``
-(repeatable) sets template variables as ``trajrun run --var`` does.
+(repeatable) sets template variables as ``trajrun run --var`` does, and ``--trajrun-golden-root DIR``
+allows golden files under DIR as ``trajrun run --golden-root`` does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -48,7 +51,7 @@ _MARKERS = pytest.StashKey[set[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--trajrun-var K=V``, ``--trajrun-update-golden`` and the ``trajrun_collect`` ini option."""
+    """Add ``--trajrun-var``, ``--trajrun-golden-root``, ``--trajrun-update-golden`` and ini ``trajrun_collect``."""
     group = parser.getgroup("trajrun", "trajrun suites (*.suite.yaml)")
     group.addoption(
         "--trajrun-var",
@@ -57,6 +60,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="trajrun_vars",
         metavar="K=V",
         help="set a template variable for every suite (repeatable), like `trajrun run --var`",
+    )
+    group.addoption(
+        "--trajrun-golden-root",
+        dest="trajrun_golden_root",
+        metavar="DIR",
+        help="also allow golden files under DIR (default: only inside each suite's project), like `--golden-root`",
     )
     group.addoption(
         "--trajrun-update-golden",
@@ -104,27 +113,35 @@ class SuiteFile(pytest.File):
         from .suites.load import load_suite  # deferred: the plugin loads in every pytest session
 
         try:
-            suite = load_suite(self.path, self.config.stash.get(_VARIABLES, {}))
+            suite = load_suite(self.path, self.config.stash.get(_VARIABLES, {}),
+                               self.config.getoption("trajrun_golden_root"))
         except SuiteErrors as exc:
             raise self.CollectError(str(exc)) from None
         for case in suite.cases:
             yield CaseItem.from_parent(self, name=case.name, suite=suite, case=case)
 
 
-class CaseFailure(Exception):
-    """A case whose checks failed (or a strict xpass); carries the result to report."""
+class CaseProblem(Exception):
+    """A case that failed or xpassed (raised in the call) or could not run (raised in setup, so pytest says error).
+
+    It carries the result, from which the report is built; pytest never shows it as a traceback.
+    """
 
     def __init__(self, result: CaseResult) -> None:
         super().__init__(result.message)
         self.result = result
 
 
-class CaseErrorException(pytest.fail.Exception):  # type: ignore[misc]
-    """A case that could not be evaluated: raised in setup so pytest reports an error, shown without traceback."""
-
-    def __init__(self, result: CaseResult) -> None:
-        super().__init__(case_report(result), pytrace=False)
-        self.result = result
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A case error raised in setup gets the case's report too (pytest builds setup reports without ``repr_failure``)."""
+    report = yield
+    excinfo = call.excinfo
+    if call.when == "setup" and isinstance(item, CaseItem) and excinfo and isinstance(excinfo.value, CaseProblem):
+        report.longrepr = item.repr_failure(excinfo)
+    return report
 
 
 def case_report(result: CaseResult) -> str:
@@ -168,22 +185,36 @@ class CaseItem(pytest.Item):
         if self.result.notes:
             self.add_report_section("setup", "trajrun", "\n".join(f"note: {note}" for note in self.result.notes))
         if self.result.outcome == "error":
-            raise CaseErrorException(self.result)
+            raise CaseProblem(self.result)
 
     def runtest(self) -> None:
         """Turn the result into pytest's outcome: failed and xpassed raise, xfailed reports as xfail."""
         result = self.result
         assert result is not None, "setup() runs the case"
         if result.outcome in ("failed", "xpassed"):
-            raise CaseFailure(result)
+            raise CaseProblem(result)
         if result.outcome == "xfailed":
             pytest.xfail(result.message)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         """A failed case prints as the CLI prints it; anything else falls back to pytest's report."""
-        if isinstance(excinfo.value, (CaseFailure, CaseErrorException)):
-            return case_report(excinfo.value.result)
+        if isinstance(excinfo.value, CaseProblem):
+            return self._case_repr(excinfo.value.result)
         return super().repr_failure(excinfo, style)
+
+    def _case_repr(self, result: CaseResult) -> TerminalRepr:
+        """``file:line`` then the case report, with the one-line message as the crash line pytest summarises.
+
+        Built from pytest's own report classes, so pytest-xdist carries it from its workers unchanged.
+        """
+        from _pytest._code.code import ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback  # deferred: as below
+
+        from .reports.text import terminal_safe  # deferred: the plugin loads in every pytest session
+
+        where, line = terminal_safe(self.location[0]), self.case.loc.line
+        entry = ReprEntry([f"{where}:{line}", *case_report(result).splitlines()], None, None, None, "value")
+        crash = ReprFileLocation(where, line, terminal_safe(result.message))
+        return ReprExceptionInfo(reprtraceback=ReprTraceback([entry], None, "value"), reprcrash=crash)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         """The suite file, the case's 0-based line, and a label."""

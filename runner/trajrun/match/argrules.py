@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..errors import CheckError
 from .expectation import ANY_ARGS, Expectation, FieldRule, Step
-from .values import MISSING, Diff, Matcher, Path, compare_value, is_number
+from .values import MISSING, Diff, Matcher, Path, compare_value, is_number, render_value
 
 _SIMPLE_PATH = re.compile(r"^\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])+$")
 _SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
@@ -95,8 +95,26 @@ def _apply_fields(expected: Any, actual: Any, rule: ArgRule, out: list[Diff] | N
                 ok = False
                 if out is None:
                     return False, frozenset(skip)
-                out.append((path, exp, act))
+                out.append((path, Within(exp, field.tol) if field.kind == "approx" and is_number(exp) else exp, act))
     return ok, frozenset(skip)
+
+
+class Within(Matcher):
+    """A number under a ``{approx: tol}`` field rule, so a diff shows the tolerance: ``3.14 ± 0.01``."""
+
+    __slots__ = ("value", "tol")
+
+    def __init__(self, value: float, tol: float) -> None:
+        self.value = value
+        self.tol = tol
+
+    def test(self, actual: Any) -> bool:
+        """A number within ``tol`` of the value."""
+        return is_number(actual) and abs(actual - self.value) <= self.tol
+
+    def describe(self) -> str:
+        """``3.14 ± 0.01``."""
+        return f"{render_value(self.value)} ± {self.tol:g}"
 
 
 def field_equal(expected: Any, actual: Any, field: FieldRule) -> bool:
@@ -107,8 +125,8 @@ def field_equal(expected: Any, actual: Any, field: FieldRule) -> bool:
         return expected.test(actual)
     if field.kind == "icase" and isinstance(expected, str) and isinstance(actual, str):
         return expected.casefold() == actual.casefold()
-    if field.kind == "approx" and is_number(expected) and is_number(actual):
-        return abs(expected - actual) <= field.tol
+    if field.kind == "approx" and is_number(expected):
+        return Within(expected, field.tol).test(actual)
     return compare_value(expected, actual, "exact")
 
 

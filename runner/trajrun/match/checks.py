@@ -49,10 +49,44 @@ def _before_detail(traj: Trajectory, first: str, then: str) -> str:
 
 
 def check_calls(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
-    """Per-tool call counts within their inclusive bounds."""
-    broken = [_count_problem(name, len(traj.calls_named(name)), bound) for name, bound in expect.calls.items()]
-    problems = [p for p in broken if p]
-    return [CheckFailure("calls", ", ".join(problems), "\n".join(problems))] if problems else []
+    """Per-tool call counts within their inclusive bounds.
+
+    The summary names each broken bound; the detail adds every bounded tool's bound and count, and is
+    empty when every bound broke (the summary then says it all).
+    """
+    counts = {name: len(traj.calls_named(name)) for name in expect.calls}
+    problems = [p for name, bound in expect.calls.items() if (p := _count_problem(name, counts[name], bound))]
+    if not problems:
+        return []
+    detail = "" if len(problems) == len(counts) else _calls_table(expect, counts)
+    return [CheckFailure("calls", ", ".join(problems), detail)]
+
+
+def _calls_table(expect: Expectation, counts: dict[str, int]) -> str:
+    """Each bounded tool's bound against its count, aligned: ``search  at most 2  actual 3  too many``."""
+    rows = [(name, _bound_text(bound), counts[name], _count_verdict(counts[name], bound))
+            for name, bound in expect.calls.items()]  # fmt: skip
+    name_width = max(len(name) for name, _, _, _ in rows)
+    bound_width = max(len(text) for _, text, _, _ in rows)
+    digits = max(len(str(count)) for _, _, count, _ in rows)
+    return "\n".join(
+        f"{name.ljust(name_width)}  {text.ljust(bound_width)}  actual {str(count).rjust(digits)}  {verdict}"
+        for name, text, count, verdict in rows
+    )
+
+
+def _bound_text(bound: CountBound) -> str:
+    """``exactly 1``, ``0 to 3``, ``at least 1`` or ``at most 2``."""
+    if bound.min is not None and bound.max is not None:
+        return f"exactly {bound.min}" if bound.min == bound.max else f"{bound.min} to {bound.max}"
+    return f"at least {bound.min}" if bound.min is not None else f"at most {bound.max}"
+
+
+def _count_verdict(count: int, bound: CountBound) -> str:
+    """``too many``, ``too few`` or ``ok``."""
+    if bound.max is not None and count > bound.max:
+        return "too many"
+    return "too few" if bound.min is not None and count < bound.min else "ok"
 
 
 def _count_problem(name: str, count: int, bound: CountBound) -> str:

@@ -1,15 +1,17 @@
 """The human diff of the steps check: an aligned table, then each unmatched step's nearest call.
 
-Plain text, no colour (the console adds it). Rows follow the actual run's order with missing
-steps placed after the step before them; argument maps are compact JSON cut at about 60 chars.
+Plain text, no colour (the console adds it). Rows follow the actual run's order; a step with no
+call sits after the steps before it (in ordered modes, before the call paired with the step after
+it); argument maps are compact JSON cut at about 60 chars.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from ..trajectory import ToolCall
@@ -187,7 +189,7 @@ def _nearest(cand: Candidates, index: int, free: dict[str, list[int]]) -> Neares
 
 
 def _rows(mode: str, pairs: Pairs, missing: tuple[int, ...], unexpected: tuple[int, ...], nearest: tuple[Nearest, ...]) -> list[Row]:
-    """Table rows in the actual run's order, each missing step after the step before it."""
+    """Table rows in the actual run's order, each step without a call at its slot (see ``_slots``)."""
     rows: list[Row] = [(i, p, "ok") for i, p in pairs.items()]
     used: set[int] = set()
     combined: set[int] = set()
@@ -199,18 +201,39 @@ def _rows(mode: str, pairs: Pairs, missing: tuple[int, ...], unexpected: tuple[i
     absent_ok, extra_ok = mode == "subset", mode in ("superset", "in_order")
     rows += [(i, None, "not called" if absent_ok else "MISSING") for i in missing if i not in combined]
     rows += [(None, p, "extra" if extra_ok else "UNEXPECTED") for p in unexpected if p not in used]
-    anchors = sorted((i, p) for i, p, _ in rows if i is not None and p is not None)
-    steps = [i for i, _ in anchors]
+    slots = _slots(rows, pairs if mode in ("strict", "in_order") else {})
 
     def key(row: Row) -> tuple[int, int, int]:
-        """Sort key: by actual position; a missing step after its predecessor's call."""
+        """Sort key: by actual position; a step without a call right after the position of its slot."""
         index, pos, _ = row
         if pos is not None:
             return (pos, 0, -1 if index is None else index)
-        before = bisect_left(steps, index or 0)
-        return (anchors[before - 1][1] if before else -1, 1, index or 0)
+        return (slots[index], 1, index)  # type: ignore[index]
 
     return sorted(rows, key=key)
+
+
+def _slots(rows: list[Row], ordered: Pairs) -> dict[int, int]:
+    """For each step shown without a call, the position its row follows (-1: the top).
+
+    That is the latest call shown for a step before it, so it comes after every step before it; in an
+    ordered mode (``ordered`` holds its pairs) only calls before the first call paired with a step after
+    it count, so it sits where the run should have made it, not after an out-of-order nearest call.
+    """
+    shown = sorted((i, p) for i, p, _ in rows if i is not None and p is not None)
+    paired = sorted(ordered.items())
+    bounds = list(accumulate(reversed([p for _, p in paired]), min))[::-1]
+    seen: list[int] = []
+    slots: dict[int, int] = {}
+    k = 0
+    for index in sorted(i for i, p, _ in rows if p is None and i is not None):
+        while k < len(shown) and shown[k][0] < index:
+            insort(seen, shown[k][1])
+            k += 1
+        after = bisect_left(paired, (index,))
+        below = bisect_left(seen, bounds[after]) if after < len(bounds) else len(seen)
+        slots[index] = seen[below - 1] if below else -1
+    return slots
 
 
 def _verdict(near: Nearest) -> str:

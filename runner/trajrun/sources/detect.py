@@ -9,6 +9,7 @@ trace that is not one run (several traces, no LLM or tool span) stops detection 
 from __future__ import annotations
 
 import difflib
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from ..errors import SourceError
 from ..trajectory import Trajectory
 from . import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai, openai_responses, otel
 from .builder import NotThisFormat, describe
-from .documents import load_document
+from .documents import document_kind, load_document
 from .formats import FORMATS
 
 Reader = Callable[..., Trajectory]
@@ -26,6 +27,9 @@ _READERS: dict[str, Reader] = dict(zip(FORMATS, (
     openai_responses.read, langchain.read, openai.read,
 )))  # fmt: skip
 _MESSAGE_FORMATS = frozenset(FORMATS[FORMATS.index("anthropic") :])
+_FIX = "name the format with 'format:', or point 'select:' at the message list"
+_JSONL_FIX = "a .jsonl file is read as the list of its lines; pick one run with record: N, " + _FIX
+_SAVED_HINT = "save the document to a file and run `trajrun show FILE -v` to see why each format does not fit"
 
 
 def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>") -> Trajectory:
@@ -33,22 +37,9 @@ def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>")
 
     Raises:
         SourceError: the format is unknown, the document does not fit it, or (``auto``) no format fits;
-            the message names ``origin`` and, when detecting, every format tried and why it did not fit.
+            the message names ``origin``, and when detecting ``reasons`` says why each format does not fit.
     """
-    if format == "auto":
-        return _detect(doc, origin)
-    reader = _READERS.get(format)
-    if reader is None:
-        near = difflib.get_close_matches(format, (*FORMATS, "auto"), n=1)
-        hint = f"did you mean {near[0]!r}?" if near else f"use one of: auto, {', '.join(FORMATS)}"
-        raise SourceError(f"unknown format {format!r}; {hint}", origin)
-    try:
-        return reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc)
-    except otel.NotOneRun as exc:
-        raise SourceError(exc.reason, origin) from None
-    except NotThisFormat as exc:
-        raise SourceError(f"expected a {format} document, found {describe(doc)}: {exc.reason}; check the "
-                          "format, or use format: auto", origin) from None  # fmt: skip
+    return _read(doc, format, origin, _FIX, _SAVED_HINT)
 
 
 def load_trajectory(
@@ -56,7 +47,38 @@ def load_trajectory(
 ) -> Trajectory:
     """Load a source file (see :func:`load_document`) and read it as ``format``."""
     doc = load_document(path, select=select, record=record)
-    return read_trajectory(doc, format, origin=str(path))
+    whole_jsonl = record is None and select is None and document_kind(Path(path))[0] == "jsonl"
+    return _read(doc, format, str(path), _JSONL_FIX if whole_jsonl else _FIX, _show_hint(path, select, record))
+
+
+def _show_hint(path: str | Path, select: str | None, record: int | None) -> str:
+    """How to see why no format fits a file: the ``trajrun show`` command for it, with ``-v``."""
+    command = ["trajrun", "show", str(path), *(["--select", select] if select is not None else []),
+               *(["--record", str(record)] if record is not None else []), "-v"]  # fmt: skip
+    return f"run `{shlex.join(command)}` to see why each format does not fit"
+
+
+def _read(doc: Any, format: str, origin: str, fix: str, hint: str) -> Trajectory:
+    """Read as ``format``; ``fix`` and ``hint`` end the message when no format fits."""
+    if format == "auto":
+        return _detect(doc, origin, fix, hint)
+    reader = _READERS.get(format)
+    if reader is None:
+        near = difflib.get_close_matches(format, (*FORMATS, "auto"), n=1)
+        suggestion = f"did you mean {near[0]!r}?" if near else f"use one of: auto, {', '.join(FORMATS)}"
+        raise SourceError(f"unknown format {format!r}; {suggestion}", origin)
+    try:
+        return reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc)
+    except otel.NotOneRun as exc:
+        raise SourceError(exc.reason, origin) from None
+    except NotThisFormat as exc:
+        raise SourceError(f"expected {_article(format)} {format} document, found {describe(doc)}: {exc.reason}; "
+                          "check the format, or use format: auto", origin) from None  # fmt: skip
+
+
+def _article(word: str) -> str:
+    """``an`` before a format name said with a vowel first (``an openai``, ``an otel``), else ``a``."""
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def _messages_of(doc: Any) -> Any:
@@ -66,8 +88,8 @@ def _messages_of(doc: Any) -> Any:
     return doc
 
 
-def _detect(doc: Any, origin: str) -> Trajectory:
-    """Try every format in order; the first that fits wins."""
+def _detect(doc: Any, origin: str, fix: str, hint: str) -> Trajectory:
+    """Try every format in order; the first that fits wins. None fitting is one line; each reason is on the error."""
     reasons = []
     current = doc
     for name, reader in _READERS.items():
@@ -78,7 +100,6 @@ def _detect(doc: Any, origin: str) -> Trajectory:
         except otel.NotOneRun as exc:
             raise SourceError(exc.reason, origin) from None
         except NotThisFormat as exc:
-            reasons.append(f"  {name}: {exc.reason}")
-    tried = "\n".join(reasons)
-    raise SourceError(f"cannot tell the format of {describe(doc)}; tried:\n{tried}\nname the format with "
-                      "'format:', or point 'select:' at the message list", origin)  # fmt: skip
+            reasons.append(f"{name}: {exc.reason}")
+    raise SourceError(f"cannot tell the format of {describe(doc)}: none of {', '.join(FORMATS)} fits; {fix} ({hint})",
+                      origin, tuple(reasons))  # fmt: skip

@@ -59,7 +59,7 @@ def load_document(path: str | Path, *, select: str | None = None, record: int | 
     """Read a source file (``record`` picks one JSONL line first), then apply ``select``."""
     path = Path(path)
     origin = str(path)
-    kind, zipped = _kind(path)
+    kind, zipped = document_kind(path)
     if record is not None and kind != "jsonl":
         raise SourceError(f"'record' needs a .jsonl file, found a .{kind} file; use select: '$[{record - 1}]' "
                           "to pick an item of a list", origin)  # fmt: skip
@@ -88,7 +88,7 @@ def _too_large(exc: _TooLarge, zipped: bool) -> str:
             "to a larger number of bytes to read it")
 
 
-def _kind(path: Path) -> tuple[str, bool]:
+def document_kind(path: Path) -> tuple[str, bool]:
     """The document kind from the file suffixes (``.json``, ``.jsonl``, ``.yaml``), and whether it is gzipped."""
     suffixes = [s.lower() for s in path.suffixes]
     zipped = bool(suffixes) and suffixes[-1] == ".gz"
