@@ -19,7 +19,6 @@ import io
 import json
 import math
 import os
-import traceback
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from trajrun.errors import TrajrunError
+from trajrun.errors import SourceError, TrajrunError
 from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import Expectation, Step
 from trajrun.reports import json_report, junit
@@ -64,58 +63,64 @@ def _otel_span(*attributes: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
 
 
-# Reader crashes this fuzzing found, in readers outside the change that added it: each raises a
-# TypeError or AttributeError (a traceback in `trajrun run`). `test_known_reader_crash` below
-# holds each one's smallest input as a strict xfail, so fixing a reader makes it fail until its
-# entry is removed here; any other crash fails the fuzz tests at once.
-KNOWN_READER_CRASHES: dict[tuple[str, str], tuple[Any, str]] = {
-    ("sources/langchain.py", "_ai"): (  # an unhashable call id
-        [{"type": "ai", "data": {"content": "", "tool_calls": [{"name": "a", "args": {}, "id": ["x"]}]}}], "langchain"),
-    ("sources/langchain.py", "_calls"): (  # a call that is not a mapping
-        [{"type": "ai", "data": {"content": "", "tool_calls": ["x"]}}], "langchain"),
-    ("sources/native.py", "_elixir"): (  # an Elixir call that is not a mapping (a tool result alike)
-        {"messages": [{"role": "assistant", "tool_calls": [["x"]]}], "tool_calls": []}, "trajectory"),
-    ("sources/gemini.py", "_content"): (  # a functionCall that is not a mapping (a functionResponse alike)
-        [{"role": "model", "parts": [{"functionCall": ["x"]}]}], "gemini"),
-    ("sources/otel.py", "_kind"): (  # a list where the operation name belongs
-        _otel_span(("gen_ai.operation.name", {"arrayValue": {"values": [{"stringValue": "chat"}]}})), "otel"),
-    ("sources/otel.py", "_new_results"): (  # a list as an input message's role
-        _otel_span(("gen_ai.operation.name", {"stringValue": "chat"}),
-                   ("gen_ai.input.messages", {"stringValue": '[{"role": ["x"], "parts": []}]'})), "otel"),
-    ("sources/otel.py", "_arguments"): (  # a map as a tool call id
-        _otel_span(("gen_ai.operation.name", {"stringValue": "execute_tool"}),
-                   ("gen_ai.tool.name", {"stringValue": "a"}),
-                   ("gen_ai.tool.call.id", {"kvlistValue": {"values": []}})), "otel"),
-}
+# Inputs this fuzzing found that once crashed a reader with a TypeError or AttributeError (a traceback in
+# `trajrun run`): each is now read sensibly, or refused with the reader's reason so detection tries the next format.
+FOUND_REFUSED = [
+    pytest.param([{"type": "ai", "data": {"content": "", "tool_calls": ["x"]}}], "langchain",
+                 "an AI message's 'tool_calls' is not a list of mappings", id="langchain-call-not-a-mapping"),
+    pytest.param([{"type": "ai", "data": {"content": "", "additional_kwargs": ["x"]}}], "langchain",
+                 "an AI message's 'additional_kwargs' is not a mapping", id="langchain-kwargs-not-a-mapping"),
+    pytest.param({"messages": [{"role": "assistant", "tool_calls": [["x"]]}], "tool_calls": []}, "trajectory",
+                 "a message's 'tool_calls' is not a list of mappings", id="native-elixir-call-not-a-mapping"),
+    pytest.param({"messages": [{"role": "tool", "tool_results": "x"}], "tool_calls": []}, "trajectory",
+                 "a message's 'tool_results' is not a list of mappings", id="native-elixir-results-not-a-list"),
+    pytest.param([{"role": "model", "parts": [{"functionCall": ["x"]}]}], "gemini",
+                 "a part has a functionCall that is not a mapping", id="gemini-call-not-a-mapping"),
+    pytest.param([{"role": "user", "parts": [{"functionResponse": "x"}]}], "gemini",
+                 "a part has a functionResponse that is not a mapping", id="gemini-response-not-a-mapping"),
+    pytest.param({"eval_cases": [{"conversation": [{"intermediate_data": {"invocation_events": [None]}}]}]}, "gemini",
+                 "an invocation event is not a mapping", id="gemini-event-not-a-mapping"),
+    pytest.param({"eval_cases": [{"conversation": [{"intermediate_data": {"tool_uses": 3}}]}]}, "gemini",
+                 "intermediate data has 'toolUses' that is not a list", id="gemini-tool-uses-not-a-list"),
+    pytest.param({"eval_cases": [["x"]]}, "gemini", "an eval case without a 'conversation' list",
+                 id="gemini-eval-case-not-a-mapping"),
+    pytest.param(_otel_span(("gen_ai.operation.name", {"arrayValue": {"values": [{"stringValue": "chat"}]}})), "otel",
+                 "with no LLM or tool span", id="otel-operation-name-a-list"),
+    pytest.param([{"role": "assistant", "content": [{"type": ["text"], "text": "hi"}]}], "anthropic",
+                 "message 0 has a content block without 'type'", id="builder-block-type-a-list"),
+]
+FOUND_READ = [
+    pytest.param([{"type": "ai", "data": {"content": "", "tool_calls": [{"name": "a", "args": {}, "id": ["x"]}]}}],
+                 "langchain", [("a", {}, ["x"], False)], id="langchain-call-id-a-list"),
+    pytest.param(_otel_span(("gen_ai.operation.name", {"stringValue": "chat"}),
+                            ("gen_ai.input.messages", {"stringValue": '[{"role": ["x"], "parts": []}]'})),
+                 "otel", [], id="otel-role-a-list"),
+    pytest.param(_otel_span(("gen_ai.operation.name", {"stringValue": "execute_tool"}),
+                            ("gen_ai.tool.name", {"stringValue": "a"}),
+                            ("gen_ai.tool.call.id", {"kvlistValue": {"values": []}})),
+                 "otel", [("a", "<not captured>", None, False)], id="otel-call-id-a-map"),
+    pytest.param([{"role": "model", "parts": [{"functionCall": {"name": "a"}}]},
+                  {"role": "user", "parts": [{"functionResponse": {"name": ["a"], "response": 1}}]}],
+                 "gemini", [("a", {}, None, False)], id="builder-result-name-a-list"),
+    pytest.param([{"type": "ai", "data": {"content": [{"type": ["tool_use"], "name": "a"}]}}], "langchain", [],
+                 id="langchain-block-type-a-list"),
+]
 
 
-def read_cleanly(call: Any, *args: Any, **kwargs: Any) -> Any:
-    """``clean`` for reading a source, tolerating only the crashes listed in ``KNOWN_READER_CRASHES``."""
-    try:
-        return clean(call, *args, **kwargs)
-    except (TypeError, AttributeError) as exc:
-        if _crash_site(exc) not in KNOWN_READER_CRASHES:
-            raise
-        return None
-
-
-def _crash_site(exc: BaseException) -> tuple[str, str]:
-    """``(file under trajrun/, function)`` of the innermost named trajrun function the exception left."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/trajrun/" in f.filename and f.name[0] != "<"]
-    return (frames[-1].filename.rsplit("/trajrun/", 1)[1], frames[-1].name) if frames else ("", "")
-
-
-@pytest.mark.xfail(strict=True, raises=(TypeError, AttributeError),
-                   reason="a reader bug found by fuzzing; remove its KNOWN_READER_CRASHES entry once fixed")
-@pytest.mark.parametrize("site", list(KNOWN_READER_CRASHES), ids="::".join)
-def test_known_reader_crash(site: tuple[str, str]) -> None:
-    """Each known crash still happens, where listed (strict xfail): a fixed reader fails this until its entry goes."""
-    doc, fmt = KNOWN_READER_CRASHES[site]
-    try:
+@pytest.mark.parametrize(("doc", "fmt", "reason"), FOUND_REFUSED)
+def test_odd_shapes_fuzzing_found_are_refused_with_a_reason(doc: Any, fmt: str, reason: str) -> None:
+    """A shape a reader cannot read is a SourceError with the reader's reason (detection tries the next format)."""
+    with pytest.raises(SourceError) as info:
         read_trajectory(doc, fmt)
-    except (TypeError, AttributeError) as exc:
-        assert _crash_site(exc) == site
-        raise
+    assert reason in str(info.value)
+    clean(read_trajectory, doc, "auto")
+
+
+@pytest.mark.parametrize(("doc", "fmt", "calls"), FOUND_READ)
+def test_odd_shapes_fuzzing_found_are_read(doc: Any, fmt: str, calls: list[tuple[Any, ...]]) -> None:
+    """An odd value where a reader can do without it: an id or tool name that is a list or a map pairs with nothing."""
+    traj = read_trajectory(doc, fmt)
+    assert [(c.name, c.args, c.id, c.has_result) for c in traj.calls] == calls
 
 
 # -- JSON shaped like the message formats ------------------------------------------------------
@@ -163,8 +168,8 @@ def shaped(fmt: str) -> st.SearchStrategy[Any]:
 def test_readers_on_shaped_json(case: tuple[str, Any]) -> None:
     """Each reader, and detection, on random JSON in its format's words: a trajectory or a SourceError."""
     fmt, doc = case
-    read_cleanly(read_trajectory, doc, fmt)
-    read_cleanly(read_trajectory, doc, "auto")
+    clean(read_trajectory, doc, fmt)
+    clean(read_trajectory, doc, "auto")
 
 
 def _paths(doc: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -220,9 +225,9 @@ def _sample(path: Path) -> Any:
 @given(mutated_samples(), st.sampled_from(("auto", *FORMATS)))
 def test_readers_on_mutated_samples(doc: Any, fmt: str) -> None:
     """Real samples, damaged: every reader gives a trajectory or a SourceError, and its inner documents too."""
-    read_cleanly(read_trajectory, doc, fmt)
+    clean(read_trajectory, doc, fmt)
     for inner in (doc.values() if isinstance(doc, dict) else ()):
-        read_cleanly(read_trajectory, inner, "auto")
+        clean(read_trajectory, inner, "auto")
 
 
 @st.composite
@@ -262,7 +267,7 @@ def test_load_trajectory_on_damaged_files(tmp_path_factory: Any, file: tuple[str
     suffix, data = file
     path = tmp_path_factory.mktemp("fuzz") / f"run{suffix}"
     path.write_bytes(data)
-    read_cleanly(load_trajectory, path, format=fmt, select=select, record=record if ".jsonl" in suffix else None)
+    clean(load_trajectory, path, format=fmt, select=select, record=record if ".jsonl" in suffix else None)
 
 
 # -- suites --------------------------------------------------------------------------------------

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from trajrun.cli import main
-from trajrun.errors import CheckError, SourceError, SpecError
+from trajrun.errors import CheckError, SourceError, SpecError, SuiteErrors
 from trajrun.match import expressions
 from trajrun.match.matchers import compile_value
 from trajrun.match.values import compare_value
 from trajrun.run.runner import RunOptions, run_paths
 from trajrun.run.selection import ExpressionError, keyword_matcher, marker_matcher
 from trajrun.sources import apply_select, load_document, load_trajectory
+from trajrun.suites.load import load_suite
 from trajrun.suites.templating import MAX_CASES, expand_parametrize, parse_var, render_string
 
 RUNAWAY = "(a|aa)+$"  # backtracks exponentially even in the regex package
@@ -149,6 +150,49 @@ def test_select_sub_is_bounded_and_skips_non_strings(quick_regex: None) -> None:
         apply_select(doc, "$.n.`sub(/3/, c)`", "doc")
     with pytest.raises(SourceError, match=r"stopped: regex '\(a\|aa\)\+c' ran longer"):
         apply_select(doc, "$.a.`sub(/(a|aa)+c/, d)`", "doc")
+
+
+def test_field_jsonpath_regex_is_bounded(tmp_path: Path, quick_regex: None) -> None:
+    """`=~` in a tool rule's JSONPath field runs under the same limit as in select: that case errs, the others run."""
+    path = _suite(tmp_path, f"""
+cases:
+  - name: runaway field
+    source: run.json
+    tools: {{search: {{fields: {{"$.items[?(@.q =~ '{RUNAWAY}')].q": exact}}}}}}
+    steps: [{{search: {{items: [{{q: x}}]}}}}]
+  - name: fine field
+    source: run.json
+    tools: {{search: {{fields: {{"$.items[?(@.q =~ 'a+b')].q": ignore}}}}}}
+    steps: [{{search: {{items: [{{q: x}}]}}}}]
+""", {"tool_calls": [{"name": "search", "args": {"items": [{"q": TEXT}]}}]})
+    with Timer() as timer:
+        result = run_paths([path], RunOptions(root=tmp_path))
+    assert timer.seconds < 5
+    outcomes = {c.name: (c.outcome, c.message) for c in result.cases}
+    assert outcomes["runaway field"] == ("error", f"steps: field \"$.items[?(@.q =~ '{RUNAWAY}')].q\" stopped: regex "
+                                         f"{RUNAWAY!r} ran longer than the 0.1 s limit on a string of 61 characters; "
+                                         "nested repeats like (a+)+ backtrack exponentially — simplify the pattern, "
+                                         "or raise TRAJRUN_REGEX_TIMEOUT")
+    assert outcomes["fine field"] == ("passed", "")  # the field the filter finds is ignored: only it differs
+
+
+def test_bad_filter_regex_in_a_jsonpath_is_a_load_error(tmp_path: Path) -> None:
+    """A `=~` pattern that does not compile, in a field JSONPath or a select, is reported at load with its key path."""
+    path = _suite(tmp_path, """
+cases:
+  - name: bad regex
+    source: {file: run.json, select: "$[?(@.role =~ '[')]"}
+    tools: {search: {fields: {"$.a[?(@.b =~ '(')]": exact}}}
+    steps: [search]
+""")
+    with pytest.raises(SuiteErrors) as info:
+        load_suite(path)
+    assert [str(error) for error in info.value.errors] == [
+        f"{path}:4:38: cases[0].source.select: invalid JSONPath \"$[?(@.role =~ '[')]\": regex '[' does not compile: "
+        "unterminated character set at position 0",
+        f"{path}:5:31: cases[0].tools.search.fields[\"$.a[?(@.b =~ '(')]\"]: invalid JSONPath \"$.a[?(@.b =~ '(')]\": "
+        "regex '(' does not compile: missing ), unterminated subpattern at position 0",
+    ]
 
 
 def test_select_bad_filter_regex_is_a_source_error() -> None:
@@ -293,6 +337,22 @@ def test_parametrize_list_is_counted_too() -> None:
     """A list of more than 100,000 variable sets is refused the same way."""
     with pytest.raises(SpecError, match=r"would make 100,001 cases \(100,001 entries\)"):
         expand_parametrize([{"a": 1}] * (MAX_CASES + 1))
+
+
+def test_cases_of_one_suite_file_are_counted_before_building(tmp_path: Path) -> None:
+    """Parametrized cases each under the limit, together over it: one load error with the count, nothing built."""
+    grid = "{a: [%s], b: [%s]}" % (", ".join(map(str, range(200))), ", ".join(map(str, range(200))))
+    cases = "".join(f"  - {{name: c{i}, source: run.json, steps: [search], parametrize: {grid}}}\n" for i in range(3))
+    path = _suite(tmp_path, "cases:\n" + cases)
+    with Timer() as timer, pytest.raises(SuiteErrors) as info:
+        load_suite(path)
+    assert timer.seconds < 1
+    assert [str(error) for error in info.value.errors] == [
+        f"{path}:2:3: cases: the cases would make 120,000 cases after parametrize, above the limit of 100,000 per "
+        "suite file; split them into several suite files"
+    ]
+    fits = _suite(tmp_path, "cases:\n" + cases.replace("range", "").replace(grid, "{a: [1, 2], b: [3, 4]}"))
+    assert len(load_suite(fits).cases) == 12
 
 
 # -- sources ---------------------------------------------------------------------------------

@@ -162,3 +162,32 @@ def test_inline_messages_source(tmp_path: Path) -> None:
           steps: [{{search: {{q: x}}}}]
     """)
     assert got == [("inline", "passed", "")]
+
+
+PRINTER = """
+import sys
+if sys.argv[1] == "deep":
+    print("[" * 5000 + "]" * 5000)
+else:
+    print('{"tool_calls": [{"name": "a", "args": {"n": ' + "7" * 5000 + '}}]}')
+"""
+
+
+def test_command_stdout_past_the_json_limits_is_a_case_error(tmp_path: Path) -> None:
+    """Nesting too deep or an integer too long on a command's stdout is a case error naming where, as in a file."""
+    (tmp_path / "printer.py").write_text(PRINTER)
+    got = outcomes(tmp_path, f"""
+        - name: deep
+          source: {{command: "{PY} printer.py deep"}}
+          steps: [a]
+        - name: huge
+          source: {{command: "{PY} printer.py huge"}}
+          steps: [a]
+    """)
+    assert got == [
+        ("deep", "error", f"source: {PY} printer.py deep: invalid JSON at line 1, column 501: lists and maps nest more "
+                          "than 500 levels deep there, too deep to decode; flatten the document"),
+        ("huge", "error", f"source: {PY} printer.py huge: invalid JSON at line 1, column 45: an integer of 5,000 digits "
+                          "(77777777…77777777); trajrun reads integers of at most 4,300 digits (Python's limit) — quote "
+                          "it to keep it as a string"),
+    ]

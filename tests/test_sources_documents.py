@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from trajrun.errors import SourceError
 from trajrun.sources import apply_select, load_document, load_trajectory
-from trajrun.sources.documents import _parsed
+from trajrun.sources.documents import parse_jsonpath
 
 SAMPLES = Path(__file__).parent / "data" / "samples"
 RETRY = SAMPLES / "openai_chat" / "pydantic_ai_cassette_tool_retry.json"
@@ -138,11 +138,11 @@ def test_select_one_match_is_the_node_several_a_list() -> None:
 def test_select_filter_expression() -> None:
     """The extended parser's filters work, and a compiled path is cached."""
     select = "$.interactions[?(@.response_body.usage.total_tokens > 100)].response_body.id"
-    _parsed.cache_clear()
+    parse_jsonpath.cache_clear()
     for _ in range(3):
         doc = load_document(RETRY, select=select)
     assert doc == ["chatcmpl-C9gCF2OpzQojDQTsp31IsAagNqEC6", "chatcmpl-C9gCGg6DDdUlo7CuS04nK9k6dnkZG"]
-    assert _parsed.cache_info().hits == 2
+    assert parse_jsonpath.cache_info().hits == 2
 
 
 def test_apply_select_on_inline_messages() -> None:

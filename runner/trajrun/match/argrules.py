@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from ..errors import CheckError
+from ..sources.documents import parse_jsonpath
 from .expectation import ANY_ARGS, Expectation, FieldRule, Step
 from .values import MISSING, Diff, Matcher, Path, compare_value, is_number, render_value
 
@@ -136,7 +137,7 @@ def locate(name: str, value: Any) -> dict[Path, Any]:
         return {(name,): value[name]} if isinstance(value, dict) and name in value else {}
     if _SIMPLE_PATH.match(name):
         return _walk(_simple_path(name), value)
-    return {_datum_path(m): m.value for m in _jsonpath(name).find(value)}
+    return {_datum_path(m): m.value for m in _find(name, value)}
 
 
 @lru_cache(maxsize=256)
@@ -157,12 +158,14 @@ def _walk(path: Path, value: Any) -> dict[Path, Any]:
     return {path: value}
 
 
-@lru_cache(maxsize=256)
-def _jsonpath(name: str) -> Any:
-    """A JSONPath compiled once with jsonpath-ng's extended parser (filters work)."""
-    from jsonpath_ng.ext import parse  # deferred: jsonpath-ng costs start-up time
-
-    return parse(name)
+def _find(name: str, value: Any) -> list[Any]:
+    """A field JSONPath's matches, its regexes bounded as in ``select``; one that cannot be applied is a ``CheckError``."""
+    try:
+        return parse_jsonpath(name).find(value)  # type: ignore[no-any-return]
+    except TimeoutError as exc:
+        raise CheckError(f"field {name!r} stopped: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises whatever the data provokes (mixed types, 1/0)
+        raise CheckError(f"field {name!r} cannot be applied to the arguments: {type(exc).__name__}: {exc}") from None
 
 
 def _datum_path(datum: Any) -> Path:

@@ -87,9 +87,9 @@ def _block_text(block: Any) -> str | None:
         return block if isinstance(block, str) else None
     kind = block.get("type")
     text = block.get("text")
-    if isinstance(text, str) and (kind in _TEXT_TYPES or (kind is None and len(block) == 1)):
-        return text
-    return None
+    if not isinstance(text, str):
+        return None
+    return text if (isinstance(kind, str) and kind in _TEXT_TYPES) or (kind is None and len(block) == 1) else None
 
 
 def _block_json(block: Any) -> Any:
@@ -221,14 +221,17 @@ class Builder:
                 errors[index] = error
 
     def _next_waiting(self, name: Any, known: int, has_result: list[bool]) -> int | None:
-        """Pop the first of the first ``known`` calls still without a result: of tool ``name``, or any when None."""
+        """Pop the first of the first ``known`` calls still without a result: of tool ``name``, or any when None.
+
+        A ``name`` that is a list or a mapping names no tool: the result pairs with nothing.
+        """
         queues = self._queues
         names = self._names
         for index in range(self._queued, known):
             queues.setdefault(names[index], deque()).append(index)
             queues.setdefault(None, deque()).append(index)
         self._queued = max(self._queued, known)
-        queue = queues.get(name)
+        queue = None if type(name) in _UNHASHABLE else queues.get(name)  # a list or map names no tool
         while queue:
             index = queue.popleft()
             if not has_result[index]:

@@ -265,21 +265,22 @@ def apply_select(doc: Any, select: str, origin: str) -> Any:
 def _compile(select: str, origin: str) -> Any:
     """The compiled JSONPath; a parse error names the expression and the parser's message."""
     try:
-        return _parsed(select)
+        return parse_jsonpath(select)
     except Exception as exc:  # jsonpath-ng raises bare Exception subclasses from its lexer and parser
         raise SourceError(f"invalid JSONPath {select!r} in select: {exc}; expected a JSONPath such as "
                           "'$.messages' or '$.runs[0].messages'", origin) from None  # fmt: skip
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed(select: str) -> Any:
+def parse_jsonpath(text: str) -> Any:
     """Parse a JSONPath once with jsonpath-ng's extended parser (filters, arithmetic), its regexes and ``*`` bounded.
 
-    Raises what jsonpath-ng raises for a bad path, and ``re.error`` for a bad or oversized regex in it.
+    Used for ``select`` and for the JSONPath fields of tool rules. Raises what jsonpath-ng raises for a
+    bad path, and ``re.error`` for a bad or oversized regex in it.
     """
     from jsonpath_ng.ext import parse  # deferred: jsonpath-ng costs start-up time
 
-    return _bounded(parse(select))
+    return _bounded(parse(text))
 
 
 # -- regular expressions under a time limit ------------------------------------------------------

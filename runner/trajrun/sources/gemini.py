@@ -44,7 +44,7 @@ def _entries(doc: Any) -> Iterator[_Entry]:
     if isinstance(cases, list):
         if len(cases) != 1:
             raise NotThisFormat(f"an eval set with {len(cases)} cases; select one case")
-        return _conversation(cases[0].get("conversation"))
+        return _conversation(cases[0].get("conversation") if isinstance(cases[0], dict) else None)
     if isinstance(doc.get("conversation"), list):
         return _conversation(doc["conversation"])
     if isinstance(doc.get("parts"), list) or isinstance(doc.get("content"), dict):
@@ -92,16 +92,18 @@ def _conversation(invocations: Any) -> Iterator[_Entry]:
 def _intermediate(data: dict[str, Any]) -> Iterator[_Entry]:
     """Intermediate events (new shape) or legacy ``tool_uses``; returns usage left for the final response."""
     pending = None
-    for event in _get(data, "invocationEvents", "invocation_events") or ():
+    for event in _list(data, "invocationEvents", "invocation_events"):
+        if not isinstance(event, dict):
+            raise NotThisFormat("an invocation event is not a mapping")
         usage = _get(event, "usageMetadata", "usage_metadata")
         if isinstance(event.get("content"), dict):
             yield event["content"], usage
         elif usage is not None:
             pending = usage
-    uses = _get(data, "tool_uses", "toolUses") or []
+    uses = _list(data, "toolUses", "tool_uses")
     if uses:
         yield {"role": "model", "parts": [{"functionCall": use} for use in uses]}, None
-    responses = _get(data, "tool_responses", "toolResponses") or []
+    responses = _list(data, "toolResponses", "tool_responses")
     if responses:
         yield {"role": "user", "parts": [{"functionResponse": r} for r in responses]}, None
     return pending
@@ -118,16 +120,32 @@ def _content(builder: Builder, content: dict[str, Any], raw_usage: Any) -> None:
     for part in parts:
         call = _get(part, "functionCall", "function_call")
         if call is not None:
+            _check_mapping(call, "functionCall")
             builder.call(call.get("name"), call.get("args"), call.get("id"))
             continue
         response = _get(part, "functionResponse", "function_response")
         if response is not None:
+            _check_mapping(response, "functionResponse")
             builder.result(response.get("response"), response.get("id"), response.get("name"))
+
+
+def _check_mapping(value: Any, what: str) -> None:
+    """A ``functionCall`` or ``functionResponse`` is a mapping; anything else is not Gemini."""
+    if not isinstance(value, dict):
+        raise NotThisFormat(f"a part has a {what} that is not a mapping")
 
 
 def _usage(raw: Any) -> Usage | None:
     """``usageMetadata`` in either spelling: input counts tool-use prompts, output counts thoughts."""
     return make_usage(raw, _INPUTS, _OUTPUTS)
+
+
+def _list(mapping: Any, camel: str, snake: str) -> list[Any]:
+    """A list field under either spelling (empty when missing or empty); any other value is not Gemini."""
+    value = _get(mapping, camel, snake) or []
+    if not isinstance(value, list):
+        raise NotThisFormat(f"intermediate data has '{camel}' that is not a list")
+    return value
 
 
 def _get(mapping: Any, camel: str, snake: str) -> Any:

@@ -74,7 +74,7 @@ def _ai(builder: Builder, data: dict[str, Any]) -> None:
     builder.turn(text_of(content), make_usage(data.get("usage_metadata"), *_USAGE_KEYS))
     seen: set[Any] = set()
     for name, args, call_id in _calls(data, content):
-        if call_id is not None:
+        if call_id is not None and not isinstance(call_id, (list, dict)):  # a list or map id is no id (never pairs)
             if call_id in seen:
                 continue
             seen.add(call_id)
@@ -83,19 +83,31 @@ def _ai(builder: Builder, data: dict[str, Any]) -> None:
 
 def _calls(data: dict[str, Any], content: Any) -> list[tuple[Any, Any, Any]]:
     """Every ``(name, args, id)`` an AI message records, in the order the fields are listed above."""
-    found = [(c.get("name"), c.get("args"), c.get("id")) for c in data.get("tool_calls") or ()]
+    found = [(c.get("name"), c.get("args"), c.get("id")) for c in _mappings(data, "tool_calls")]
     extra = data.get("additional_kwargs") or {}
-    for call in extra.get("tool_calls") or ():
-        spec = call.get("function") or {}
+    if not isinstance(extra, dict):
+        raise NotThisFormat("an AI message's 'additional_kwargs' is not a mapping")
+    for call in _mappings(extra, "tool_calls"):
+        spec = call.get("function")
+        spec = spec if isinstance(spec, dict) else {}
         found.append((spec.get("name"), spec.get("arguments"), call.get("id")))
     legacy = extra.get("function_call")
     if isinstance(legacy, dict):
         found.append((legacy.get("name"), legacy.get("arguments"), None))
-    invalid = data.get("invalid_tool_calls") or ()
+    invalid = _mappings(data, "invalid_tool_calls")
     found += [(c.get("name"), c.get("args"), c.get("id")) for c in invalid if c.get("name")]
     if isinstance(content, list):
         for block in content:
-            key = _BLOCK_ARGS.get(block.get("type")) if isinstance(block, dict) else None
+            kind = block.get("type") if isinstance(block, dict) else None
+            key = _BLOCK_ARGS.get(kind) if isinstance(kind, str) else None
             if key:
                 found.append((block.get("name"), block.get(key), block.get("id")))
     return found
+
+
+def _mappings(holder: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The list of mappings under ``key`` (none when missing or empty); any other value is not LangChain."""
+    items = holder.get(key) or []
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise NotThisFormat(f"an AI message's '{key}' is not a list of mappings")
+    return items

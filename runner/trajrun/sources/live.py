@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 from ..errors import SourceError
 from ..yaml_core import YamlProblem, load_data
+from .documents import parse_json
 
 STDERR_TAIL = 20
 KILL_GRACE = 5.0
@@ -146,7 +147,10 @@ def _text(stdout: bytes, command: str) -> str:
 
 
 def _parse_stdout(text: str, command: str) -> Any:
-    """Decode a command's stdout as JSON, falling back to YAML (trajrun's one dialect, as suites are read)."""
+    """Decode a command's stdout as JSON, falling back to YAML (trajrun's one dialect, as suites are read).
+
+    JSON past the decoder's limits (nesting too deep, an integer too long) is an error, as in a source file.
+    """
     try:
         return json.loads(text)
     except json.JSONDecodeError as json_error:
@@ -156,3 +160,5 @@ def _parse_stdout(text: str, command: str) -> Any:
             raise SourceError(
                 f"stdout is neither JSON nor YAML ({json_error}); print the messages as JSON", command
             ) from None
+    except (RecursionError, ValueError):
+        return parse_json(text, command)  # raises the same problem as a SourceError naming its line and column

@@ -72,11 +72,19 @@ def _elixir(doc: dict[str, Any]) -> Trajectory:
             raise NotThisFormat("a 'messages' entry is not a mapping")
         if message.get("role") == "assistant":
             builder.turn(text_of(message.get("content")))
-            for call in message.get("tool_calls") or ():
+            for call in _mappings(message, "tool_calls"):
                 builder.call(call.get("name"), call.get("arguments"), call.get("call_id"))
-        for res in message.get("tool_results") or ():
+        for res in _mappings(message, "tool_results"):
             builder.result(res.get("content"), res.get("tool_call_id"), res.get("name"), bool(res.get("is_error")))
     return builder.finish(FORMAT, _usage(doc.get("token_usage")))
+
+
+def _mappings(message: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """A message's list of mappings under ``key`` (none when missing or empty); anything else is not this format."""
+    items = message.get(key) or []
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise NotThisFormat(f"a message's '{key}' is not a list of mappings")
+    return items
 
 
 def _usage(raw: Any) -> Usage | None:

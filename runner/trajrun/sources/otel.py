@@ -121,7 +121,7 @@ def _kind(span: Span) -> str | None:
     operation = attrs.get("gen_ai.operation.name")
     if operation == "execute_tool" or span.oi_kind == "TOOL":
         return "tool"
-    if operation in _LLM_OPERATIONS or span.oi_kind == "LLM":
+    if (isinstance(operation, str) and operation in _LLM_OPERATIONS) or span.oi_kind == "LLM":
         return "llm"
     if operation is None and span.oi_kind in (None, "UNKNOWN"):  # Phoenix says UNKNOWN for a non-OpenInference span
         if "gen_ai.tool.name" in attrs:
@@ -141,7 +141,8 @@ def _turn(span: Span) -> _Turn:
     first = outputs[0] if outputs else _Message(None, None, [], [])
     reasons = span.attrs.get("gen_ai.response.finish_reasons")
     unseen = not outputs and bool(_TOOL_CALL_REASONS.intersection(reasons if isinstance(reasons, list) else ()))
-    return _Turn(first.text, _usage(span.attrs), first.calls, _new_results(_messages(span, _INPUT_READERS)), unseen)
+    requests = [(name, args, _id(call_id)) for name, args, call_id in first.calls]
+    return _Turn(first.text, _usage(span.attrs), requests, _new_results(_messages(span, _INPUT_READERS)), unseen)
 
 
 def _usage(attrs: dict[str, Any]) -> Usage | None:
@@ -155,8 +156,9 @@ def _usage(attrs: dict[str, Any]) -> Usage | None:
 
 def _new_results(inputs: list[_Message]) -> list[tuple[Any, Any, Any]]:
     """The tool results after the last assistant message: the answers to the previous turn's calls."""
-    last = max((i for i, message in enumerate(inputs) if message.role in _ASSISTANT), default=-1)
-    return [result for message in inputs[last + 1 :] for result in message.results]
+    last = max((i for i, m in enumerate(inputs) if isinstance(m.role, str) and m.role in _ASSISTANT), default=-1)
+    return [(content, _id(call_id), name)
+            for message in inputs[last + 1 :] for content, call_id, name in message.results]  # fmt: skip
 
 
 def _messages(span: Span, readers: tuple[Callable[[Span], list[_Message]], ...]) -> list[_Message]:
@@ -294,13 +296,18 @@ def _execution(span: Span) -> _Execution:
     """A tool span: GenAI ``gen_ai.tool.*``, OpenInference ``tool.name``/``input.value``/``output.value``, old ADK."""
     attrs = span.attrs
     name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or span.name.removeprefix("execute_tool ")
-    call_id = first(attrs, "gen_ai.tool.call.id", "tool_call.id")
+    call_id = _id(first(attrs, "gen_ai.tool.call.id", "tool_call.id"))
     args = first(attrs, "gen_ai.tool.call.arguments", "tool_call.function.arguments", "input.value",
                   "gcp.vertex.agent.tool_call_args")  # fmt: skip
     raw = first(attrs, "gen_ai.tool.call.result", "output.value", "gcp.vertex.agent.tool_response")
     result, message_id, message_error = _tool_message(_structured(raw))
-    return _Execution(str(name), args, call_id if call_id is not None else message_id, result, raw is not None,
+    return _Execution(str(name), args, call_id if call_id is not None else _id(message_id), result, raw is not None,
                       span.failed or message_error)  # fmt: skip
+
+
+def _id(value: Any) -> Any:
+    """A call id as recorded; a list or a map (an odd attribute value) is no id, as it cannot pair."""
+    return None if isinstance(value, (list, dict)) else value
 
 
 def _tool_message(value: Any) -> tuple[Any, Any, bool]:

@@ -21,6 +21,7 @@ from ..match.expectation import (
     Step,
     ToolRule,
 )
+from ..sources.documents import parse_jsonpath
 from ..yaml_core import Path
 from .document import Ctx
 
@@ -216,12 +217,10 @@ def _check_jsonpaths(items: list[tuple[Path, Any]], ctx: Ctx, key: bool) -> None
 
 
 def jsonpath_problem(text: str) -> str | None:
-    """Why ``text`` is not a JSONPath jsonpath-ng's extended parser accepts, or ``None``."""
-    from jsonpath_ng.ext import parse  # deferred: jsonpath-ng costs start-up time
-
+    """Why ``text`` is not a JSONPath trajrun can apply (a syntax error, a bad ``=~`` regex), or ``None``."""
     try:
-        parse(text)
-    except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises plain Exception subclasses
+        parse_jsonpath(text)
+    except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises plain Exception subclasses; a bad regex re.error
         return str(exc) or type(exc).__name__
     return None
 
