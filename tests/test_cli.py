@@ -7,7 +7,6 @@ processes under ``-j``, a kill mid-write, the module entry point itself.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
@@ -46,13 +45,12 @@ def trajrun_process(*args: str, cwd: Path, env: dict[str, str] | None = None) ->
 
 def trajrun(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Invoke ``trajrun ARGS`` in process from ``cwd`` with colours off; the result reads like a finished process."""
-    previous, thresholds = Path.cwd(), gc.get_threshold()
+    previous = Path.cwd()
     os.chdir(cwd)
     try:
         result = CliRunner().invoke(main, list(args), env={"NO_COLOR": "1", **(env or {})}, catch_exceptions=False)
     finally:
         os.chdir(previous)
-        gc.set_threshold(*thresholds)  # `run` tunes the collector for its own process
     return subprocess.CompletedProcess(["trajrun", *args], result.exit_code, result.stdout, result.stderr)
 
 
@@ -370,3 +368,104 @@ def test_html_report_and_report_command_write_the_same_page(project: Path) -> No
     assert (project / "again.html").read_text(encoding="utf-8") == page
     missing = trajrun("report", "nothing.json", "--html", "x.html", cwd=project)
     assert missing.returncode == 2 and missing.stderr.startswith("trajrun: error: nothing.json: ")
+
+
+# -- internal errors and -v ----------------------------------------------------------------------
+
+UNDETECTABLE = DATA / "samples" / "langgraph" / "get_state_history_summary.json"
+
+
+def _reader_bug(*args: object, **kwargs: object) -> None:
+    """A reader with a bug."""
+    raise TypeError("unhashable type: 'list'")
+
+
+@pytest.mark.parametrize("command", ["show", "record"])
+def test_show_and_record_verbose_say_why_each_format_does_not_fit(tmp_path: Path, command: str) -> None:
+    """Without -v, no format fitting is one line; -v adds each format's reason after it."""
+    quiet = trajrun(command, str(UNDETECTABLE), cwd=tmp_path)
+    assert quiet.returncode == 2 and len(quiet.stderr.splitlines()) == 1
+    loud = trajrun(command, str(UNDETECTABLE), "-v", cwd=tmp_path)
+    assert loud.returncode == 2
+    first, header, *reasons = loud.stderr.splitlines()
+    assert first == quiet.stderr.strip() and header == "why each format does not fit:"
+    assert reasons[0] == "  otel: item 0 is neither an OTLP document nor a span"
+    assert reasons[-1] == "  openai: item 0 has no 'role'" and len(reasons) == 10
+
+
+@pytest.mark.parametrize("command", ["show", "record"])
+def test_show_and_record_internal_error_is_one_line_and_the_traceback_with_v(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """A reader bug is `trajrun: internal error: …` and exit status 3; -v prints the traceback before it."""
+    monkeypatch.delenv("TRAJRUN_TRACEBACK", raising=False)
+    monkeypatch.setattr("trajrun.sources.load_trajectory", _reader_bug)
+    (tmp_path / "w.json").write_text(json.dumps(WEATHER_RUN))
+    quiet = trajrun(command, "w.json", cwd=tmp_path)
+    assert (quiet.returncode, quiet.stdout) == (3, "")
+    assert quiet.stderr == ("trajrun: internal error: TypeError: unhashable type: 'list'; rerun with -v for the "
+                            "traceback, and please report it\n")
+    loud = trajrun(command, "w.json", "-v", cwd=tmp_path)
+    assert loud.returncode == 3 and loud.stderr.startswith("Traceback (most recent call last):")
+    assert "in _reader_bug" in loud.stderr
+    assert loud.stderr.endswith("trajrun: internal error: TypeError: unhashable type: 'list'; please report it\n")
+
+
+def test_any_command_turns_an_unexpected_exception_into_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry point's last line of defence: one line and status 3; TRAJRUN_TRACEBACK=1 adds the traceback."""
+    monkeypatch.delenv("TRAJRUN_TRACEBACK", raising=False)
+    monkeypatch.setattr("trajrun.suites.schema.schema_text", _reader_bug)
+    proc = trajrun("schema", cwd=tmp_path)
+    assert proc.returncode == 3
+    assert proc.stderr == ("trajrun: internal error: TypeError: unhashable type: 'list'; rerun with TRAJRUN_TRACEBACK=1 "
+                           "for the traceback, and please report it\n")
+    traced = trajrun("schema", cwd=tmp_path, env={"TRAJRUN_TRACEBACK": "1"})
+    assert traced.returncode == 3 and traced.stderr.startswith("Traceback (most recent call last):")
+    assert traced.stderr.endswith("trajrun: internal error: TypeError: unhashable type: 'list'; please report it\n")
+
+
+@pytest.mark.parametrize(("raised", "code", "stderr"), [
+    (KeyboardInterrupt(), 1, "\nAborted!\n"),
+    (SystemExit(7), 7, ""),
+])  # fmt: skip
+def test_ctrl_c_and_sys_exit_keep_their_behaviour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 raised: BaseException, code: int, stderr: str) -> None:
+    """The last-resort handler catches exceptions only: Ctrl-C is click's ``Aborted!``, ``sys.exit`` its status."""
+    def stop() -> None:
+        raise raised
+
+    monkeypatch.setattr("trajrun.suites.schema.schema_text", stop)
+    proc = trajrun("schema", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (code, stderr)
+
+
+def test_click_errors_keep_their_behaviour(tmp_path: Path) -> None:
+    """Usage errors stay click's (status 2, its message), in standalone mode and out of it."""
+    import click
+
+    proc = trajrun("nosuchcommand", cwd=tmp_path)
+    assert proc.returncode == 2 and "No such command 'nosuchcommand'" in proc.stderr
+    assert trajrun("--version", cwd=tmp_path).returncode == 0
+    with pytest.raises(click.UsageError):
+        main.main(["nosuchcommand"], standalone_mode=False)
+
+
+BROKEN_SCHEMA = """
+import trajrun.suites.schema
+
+def schema_text():
+    raise RuntimeError("boom")
+
+trajrun.suites.schema.schema_text = schema_text
+"""
+
+
+def test_python_m_trajrun_goes_through_the_last_resort_handler(tmp_path: Path) -> None:
+    """``python -m trajrun`` (as the ``trajrun`` script) prints the one line and exits 3, no traceback."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(BROKEN_SCHEMA)
+    proc = trajrun_process("schema", cwd=tmp_path, env={"PYTHONPATH": str(hook), "TRAJRUN_TRACEBACK": ""})
+    assert proc.returncode == 3
+    assert proc.stderr == ("trajrun: internal error: RuntimeError: boom; rerun with TRAJRUN_TRACEBACK=1 for the "
+                           "traceback, and please report it\n")

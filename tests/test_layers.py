@@ -1,7 +1,7 @@
 """The package's layers: every import (at module level or inside a function) points down, and no module
 imports itself back through others.
 
-core (errors, files, limits, trajectory, yaml_core) → sources → match → suites → run → reports → cli, pytest_plugin.
+core (errors, files, limits, trajectory, yaml_core) → sources → match → suites → importers → run → reports → cli, pytest_plugin.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import trajrun
 
 PACKAGE = Path(trajrun.__file__).parent
-LAYERS = ("core", "sources", "match", "suites", "run", "reports", "entry")
+LAYERS = ("core", "sources", "match", "suites", "importers", "run", "reports", "entry")
 CORE = ("trajrun.errors", "trajrun.files", "trajrun.limits", "trajrun.trajectory", "trajrun.yaml_core")
 ENTRY = ("trajrun", "trajrun.__main__", "trajrun.cli", "trajrun.pytest_plugin")
 

@@ -77,8 +77,7 @@ def listing(folder: Path) -> list[str]:
 
 
 def invoke(monkeypatch: pytest.MonkeyPatch, *args: str) -> Any:
-    """``trajrun ARGS`` in process, without the run's gc tuning (it would outlive the test)."""
-    monkeypatch.setattr(cli, "_tune_gc", lambda: None)
+    """``trajrun ARGS`` in process (conftest restores the collector's thresholds the run tunes)."""
     return CliRunner().invoke(cli.main, list(args), env={"NO_COLOR": "1"})
 
 

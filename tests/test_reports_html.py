@@ -325,3 +325,23 @@ def test_ten_thousand_cases_open_quickly(open_page: Opener, examples: Report, re
     assert page.locator("#cases > .case").count() == 50
     page.locator("#more button").click()
     assert page.locator("#cases > .case").count() == 100
+
+
+def test_a_judged_case_shows_the_judges_score_and_reasoning(open_page: Opener) -> None:
+    """The LLM judge's verdict: score against threshold, model, reasoning; a skipped judge says so."""
+    from trajrun.match.verdict import JudgeVerdict
+
+    traj = Trajectory(calls=(ToolCall("search", {"q": "x"}),), turns=1, answer="done")
+    verdicts = {"judged": JudgeVerdict(0.7, 0.42, "It never says which city.", "judge-m", cached=True),
+                "not judged": JudgeVerdict(0.5, skipped="--no-judge")}
+    cases = tuple(CaseResult(f"s.suite.yaml::{name}", "s", name, "s.suite.yaml", 3, "failed" if v.score else "skipped",
+                             evaluation=trajrun.Evaluation(judge=v), trajectory=traj) for name, v in verdicts.items())
+    data = json_report.render(RunResult((SuiteResult("s", "s.suite.yaml", cases=cases),)))
+    assert find_case(data, "judged")["judge"]["reasoning"] == "It never says which city."
+    page = open_page(data)
+    judged = page.locator("#cases > .case", has_text="judged").first
+    assert judged.locator(".judge").inner_text().splitlines()[0] == "judge score 0.42 < 0.70 (judge-m, cached)"
+    assert judged.locator(".judge .j-reasoning").inner_text() == "It never says which city."
+    assert "judge 0.42" in judged.locator(".facts").inner_text()
+    page.locator("#cases > .case", has_text="not judged").locator(".head").click()
+    assert page.locator(".judge.j-skipped").inner_text() == "judge skipped (--no-judge)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from trajrun.trajectory import ToolCall, Trajectory, Usage
 
 W = "suites/weather.suite.yaml"
 BAD = "suites/bad.suite.yaml"
-CASE_KEYS = {"id", "name", "file", "line", "outcome", "duration", "message", "details", "score", "missing",
+CASE_KEYS = {"id", "name", "file", "line", "outcome", "duration", "message", "details", "score", "judge", "missing",
              "unexpected", "checks", "errors", "notes", "trajectory", "steps"}
 
 
@@ -72,7 +73,8 @@ def test_top_level_shape_and_summary() -> None:
     data = round_trip(sample_run())
     assert list(data) == ["version", "summary", "suites"] and data["version"] == 1
     assert data["summary"] == {"passed": 1, "failed": 1, "error": 1, "skipped": 1, "xfailed": 0, "xpassed": 0,
-                               "total": 4, "deselected": 3, "load_errors": 1, "duration": 1.25, "exit_code": 2}
+                               "total": 4, "deselected": 3, "judge_skipped": 0, "load_errors": 1, "duration": 1.25,
+                               "exit_code": 2}
 
 
 def test_suites_keep_order_files_and_load_errors() -> None:
@@ -134,16 +136,36 @@ def test_write_escapes_lone_surrogates(tmp_path: Path) -> None:
     assert json.loads(path.read_bytes())["suites"][0]["cases"][0]["message"] == "bad \ud800 byte"
 
 
-def test_failed_write_keeps_the_previous_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """When encoding fails after the temp file is opened, the old report stays and no temp file remains."""
+def test_failed_write_keeps_the_previous_report(tmp_path: Path) -> None:
+    """When encoding fails half-way through the stream, the old report stays and no temp file remains."""
     path = tmp_path / "report.json"
     path.write_text('{"version": 1}')
 
-    def broken(data: object) -> bytes:
-        raise TypeError("not serialisable")
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("cannot be shown")
 
-    monkeypatch.setattr(json_report, "_encode", broken)
-    with pytest.raises(TypeError):
-        json_report.write(sample_run(), path)
+    calls = tuple(ToolCall("search", {"q": i}, turn=i, position=i) for i in range(1000))
+    traj = Trajectory(calls + (ToolCall("search", {"q": Unprintable()}, turn=1000, position=1000),), turns=1001)
+    run = RunResult((SuiteResult("s", "s.suite.yaml", cases=(
+        CaseResult("s.suite.yaml::c", "s", "c", "s.suite.yaml", 1, "passed", trajectory=traj),)),))
+    with pytest.raises(RuntimeError, match="cannot be shown"):
+        json_report.write(run, path)
     assert path.read_text() == '{"version": 1}'
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_report_streams_a_long_history_in_small_pieces(tmp_path: Path) -> None:
+    """A 10,000-call history is written a call at a time: the write allocates a small fraction of the file."""
+    calls = tuple(ToolCall("search", {"query": f"q{i}", "page": i}, turn=i, position=i) for i in range(10_000))
+    run = RunResult((SuiteResult("s", "s.suite.yaml", cases=(
+        CaseResult("s.suite.yaml::c", "s", "c", "s.suite.yaml", 1, "passed", trajectory=Trajectory(calls, turns=10_000)),)),))
+    tracemalloc.start()
+    try:
+        json_report.write(run, tmp_path / "big.json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    size = (tmp_path / "big.json").stat().st_size
+    assert size > 1_000_000 and peak < size / 10, (size, peak)
+    assert len(json.loads((tmp_path / "big.json").read_text())["suites"][0]["cases"][0]["trajectory"]["tool_calls"]) == 10_000

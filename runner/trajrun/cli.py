@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import signal
 import sys
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator, NoReturn
 
@@ -20,16 +22,51 @@ from .sources.formats import FORMATS
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 2
+EXIT_INTERNAL = 3
+TRACEBACK_VAR = "TRAJRUN_TRACEBACK"
+_CLICK_FLOW = (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit)
 
 
-def _fail(message: str) -> NoReturn:
-    """Print an error without a traceback and exit with status 2."""
+def _fail(message: str, details: tuple[str, ...] = ()) -> NoReturn:
+    """Print an error without a traceback (then the ``details`` lines) and exit with status 2."""
     click.echo(f"trajrun: error: {message}", err=True)
+    for line in details:
+        click.echo(line, err=True)
     sys.exit(EXIT_USAGE)
+
+
+def _internal_error(exc: Exception, show_trace: bool, how_to_see: str) -> NoReturn:
+    """A trajrun bug: one line naming the exception (its traceback first when ``show_trace``), exit status 3."""
+    if show_trace:
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    hint = "please report it" if show_trace else f"{how_to_see} for the traceback, and please report it"
+    click.echo(f"trajrun: internal error: {last}; {hint}", err=True)
+    sys.exit(EXIT_INTERNAL)
+
+
+def _traceback_wanted() -> bool:
+    """Whether ``TRAJRUN_TRACEBACK`` asks for tracebacks (set, and not 0)."""
+    return os.environ.get(TRACEBACK_VAR, "").strip() not in ("", "0")
+
+
+class _Trajrun(click.Group):
+    """The ``trajrun`` group: whatever unexpected escapes a command is one line and exit status 3, not a traceback."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command line (click's own exits, errors and Ctrl-C keep their behaviour)."""
+        try:
+            return super().main(*args, **kwargs)
+        except _CLICK_FLOW:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            _internal_error(exc, _traceback_wanted(), f"rerun with {TRACEBACK_VAR}=1")
 
 
 def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``show`` and ``record`` share."""
+    func = click.option("-v", "--verbose", is_flag=True,
+                        help="When no format fits, say why for each; on an internal error, print the traceback.")(func)
     func = click.option("--record", type=int, help="JSONL: the record at this 1-based line.")(func)
     func = click.option("--select", help="A JSONPath into the document.")(func)
     func = click.option("--format", "fmt", default="auto", show_default=True, metavar="FORMAT",
@@ -37,14 +74,17 @@ def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.argument("source", type=click.Path(dir_okay=False))(func)
 
 
-def _load(source: str, fmt: str, select: str | None, record: int | None) -> Any:
-    """The trajectory of a source file, or exit 2 with the reason."""
+def _load(source: str, fmt: str, select: str | None, record: int | None, verbose: bool) -> Any:
+    """The trajectory of a source file, or exit 2 with the reason (with ``verbose``, each format's too)."""
     from .sources import load_trajectory  # deferred: start-up time
 
     try:
         return load_trajectory(source, format=fmt, select=select, record=record)
     except TrajrunError as exc:
-        _fail(str(exc))
+        reasons = getattr(exc, "reasons", ()) if verbose else ()
+        _fail(str(exc), ("why each format does not fit:", *(f"  {reason}" for reason in reasons)) if reasons else ())
+    except Exception as exc:  # noqa: BLE001 - a reader bug: one line, the traceback with -v
+        _internal_error(exc, verbose or _traceback_wanted(), "rerun with -v")
 
 
 def _golden_root_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -67,7 +107,7 @@ class _Jobs(click.ParamType):
         self.fail(f"{value!r} is neither a number of workers (1 or more) nor 'auto'", param, ctx)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Trajrun, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trajrun")
 def main() -> None:
     """Check how your agent works: tool-call trajectories against YAML suites."""
@@ -76,21 +116,21 @@ def main() -> None:
 @main.command()
 @_source_options
 @click.option("-o", "--output", type=click.Choice(["table", "yaml", "json"]), default="table", show_default=True)
-def show(source: str, fmt: str, select: str | None, record: int | None, output: str) -> None:
+def show(source: str, fmt: str, select: str | None, record: int | None, verbose: bool, output: str) -> None:
     """Print the trajectory extracted from SOURCE."""
     from .reports.show import render_json, render_table, render_yaml  # deferred: start-up time
 
-    traj = _load(source, fmt, select, record)
+    traj = _load(source, fmt, select, record, verbose)
     click.echo({"table": render_table, "yaml": render_yaml, "json": render_json}[output](traj))
 
 
 @main.command()
 @_source_options
-def record(source: str, fmt: str, select: str | None, record: int | None) -> None:
+def record(source: str, fmt: str, select: str | None, record: int | None, verbose: bool) -> None:
     """Print SOURCE's steps as YAML, ready to paste into a suite or save as a golden file."""
     from .suites.golden import dump_steps  # deferred: start-up time
 
-    click.echo(dump_steps(_load(source, fmt, select, record)), nl=False)
+    click.echo(dump_steps(_load(source, fmt, select, record, verbose)), nl=False)
 
 
 @main.command()
@@ -133,6 +173,8 @@ def _parse_vars(items: tuple[str, ...]) -> dict[str, Any]:
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--junit-xml", type=click.Path(dir_okay=False), help="Write a JUnit XML report here.")
 @click.option("--junit-file-line", is_flag=True, help="Add file and line to each testcase (breaks junit-10.xsd).")
+@click.option("--junit-system-out", type=click.Choice(["failed", "all", "none"]), default="failed", show_default=True,
+              help="Which cases carry their actual steps in <system-out>.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Write a one-file HTML report here.")
 @click.option("--json", "json_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Write a JSON report here ('-': to stdout, the console report then goes to stderr).")
@@ -147,8 +189,16 @@ def _parse_vars(items: tuple[str, ...]) -> dict[str, Any]:
 @_golden_root_option
 @click.option("-v", "--verbose", count=True, help="One line per case.")
 @click.option("-q", "--quiet", is_flag=True, help="Only failures and the summary.")
-def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, json_file: str | None,
-        html_file: str | None, **opts: Any) -> None:
+@click.option("--annotations", type=click.Choice(["github", "none"]), default=None,
+              help="GitHub Actions annotations and job summary [default: github when GITHUB_ACTIONS=true].")
+@click.option("--no-judge", is_flag=True, help="Skip judge: checks (reported as skipped, never as passed).")
+@click.option("--judge-cache", type=click.Path(file_okay=False), default=".trajrun-cache", show_default=True,
+              metavar="DIR", help="Keep judge answers here (relative to the current folder): unchanged runs ask nothing.")
+@click.option("--no-judge-cache", is_flag=True, help="Ask the judge model every time; keep no answers.")
+@click.option("--judge-concurrency", type=click.IntRange(min=1), default=4, show_default=True, metavar="N",
+              help="Judge requests in flight at once (per worker process).")
+def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, junit_system_out: str,
+        json_file: str | None, html_file: str | None, **opts: Any) -> None:
     """Run suites (default: suites/) and report."""
     from .reports.console import ConsoleReporter  # deferred: start-up time
     from .files import check_target  # deferred: start-up time
@@ -168,21 +218,23 @@ def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, js
         _fail(str(exc))
     _tune_gc()
     options = RunOptions(opts["keyword"], opts["marker"], opts["exitfirst"], shard, _worker_count(opts["jobs"]),
-                         _parse_vars(opts["variables"]), opts["update_golden"], golden_root=_folder(opts["golden_root"]))
+                         _parse_vars(opts["variables"]), opts["update_golden"], golden_root=_folder(opts["golden_root"]),
+                         judge=_judge_options(opts))
     console = sys.stderr if json_file == "-" else sys.stdout  # stdout carries the JSON report alone
     reporter = ConsoleReporter(console, verbosity=-1 if opts["quiet"] else opts["verbose"])
     try:
         with _sigterm_interrupts():
             result = run_paths(list(paths) or ["suites"], options, reporter)
     except RunInterrupted as exc:
-        _write_reports(exc.result, junit_xml, junit_file_line, json_file, html_file)
+        _write_reports(exc.result, (junit_xml, junit_file_line, junit_system_out), json_file, html_file)
         done = len(exc.result.cases)
         click.echo(f"trajrun: interrupted; the summary and reports hold the {done} case{'s' if done != 1 else ''} "
                    "that finished", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except TrajrunError as exc:
         _fail(str(exc))
-    _write_reports(result, junit_xml, junit_file_line, json_file, html_file)
+    _write_reports(result, (junit_xml, junit_file_line, junit_system_out), json_file, html_file)
+    _annotate(result, opts["annotations"], console)
     sys.exit(result.exit_code())
 
 
@@ -199,6 +251,81 @@ def report(results: str, html_file: str) -> None:
     except TrajrunError as exc:
         _fail(str(exc))
     click.echo(f"wrote {html_file}")
+
+
+@main.group("import")
+def import_() -> None:
+    """Write suite files from other tools' evaluation data (Google ADK eval sets, LangSmith datasets)."""
+
+
+def _import_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every importer shares: where the suites go, what source the cases read, --select."""
+    func = click.option("--force", is_flag=True, help="Replace suite files that exist.")(func)
+    func = click.option("--select", metavar="JSONPATH", help="A JSONPath into each input (LangSmith: into each "
+                                                             "example, to its reference messages).")(func)
+    func = click.option("--source", "source_file", metavar="PATH",
+                        help="Every case reads this run file ({case} is replaced by the case's name).")(func)
+    func = click.option("--python", metavar="MODULE:FUNC",
+                        help="Every case runs this function (default: a placeholder to replace).")(func)
+    return click.option("-o", "--output", type=click.Path(file_okay=False), metavar="DIR",
+                        help="Write DIR/<name>.suite.yaml per input file (default: the suite to stdout).")(func)
+
+
+@import_.command("adk")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@_import_options
+def import_adk(files: tuple[str, ...], **opts: Any) -> None:
+    """Import Google ADK eval sets (FILES: *.evalset.json, *.test.json): expected tool calls become strict steps."""
+    from .importers.adk import import_adk as read_adk  # deferred: start-up time
+
+    _import(lambda path, source, folder: read_adk(path, source, opts["select"], folder), files, opts)
+
+
+@import_.command("langsmith")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--mode", required=True, type=click.Choice(["strict", "unordered", "subset", "superset", "in_order"]),
+              help="The match mode of the steps (agentevals' trajectory_match_mode).")
+@click.option("--args-mode", default="exact", show_default=True,
+              type=click.Choice(["exact", "ignore", "subset", "superset"]),
+              help="The argument rule (agentevals' tool_args_match_mode).")
+@_import_options
+def import_langsmith(file: str, mode: str, args_mode: str, **opts: Any) -> None:
+    """Import a LangSmith dataset export (FILE: JSONL, one example a line): reference messages become steps."""
+    from .importers.langsmith import import_langsmith as read_langsmith  # deferred: start-up time
+
+    _import(lambda path, source, folder: read_langsmith(path, mode, args_mode, source, opts["select"], folder),
+            (file,), opts)
+
+
+def _import(read: Callable[[Path, Any, Path | None], Any], files: tuple[str, ...], opts: dict[str, Any]) -> None:
+    """Read each input with ``read``, write the suites (stdout or ``-o DIR``), report what was not carried over."""
+    from .importers.common import PLACEHOLDER, source_choice, write_suites  # deferred: start-up time
+
+    folder = Path(opts["output"]) if opts["output"] else None
+    try:
+        source = source_choice(opts["python"], opts["source_file"])
+        suites = [read(Path(f), source, folder) for f in files]
+        written = write_suites(suites, folder, opts["force"])
+    except TrajrunError as exc:
+        _fail(str(exc))
+    for (target, text), suite in zip(written, suites):
+        if target == "-":
+            click.echo(text, nl=False)
+        else:
+            click.echo(f"wrote {target} ({len(suite.cases)} case{'s' if len(suite.cases) != 1 else ''})", err=True)
+        for line in suite.report():
+            click.echo(f"trajrun: {line}", err=True)
+    if source.file is None and source.python == PLACEHOLDER:
+        click.echo(f"trajrun: note: fill in the source: each case calls the placeholder `{source.python}`; pass "
+                   "--python MODULE:FUNC or --source PATH, or edit the suite", err=True)
+
+
+def _judge_options(opts: dict[str, Any]) -> Any:
+    """``--no-judge``, ``--judge-cache DIR``, ``--no-judge-cache`` and ``--judge-concurrency N`` as options."""
+    from .run.judge import JudgeOptions  # deferred: start-up time
+
+    cache = None if opts["no_judge_cache"] else Path(opts["judge_cache"]).resolve()
+    return JudgeOptions(enabled=not opts["no_judge"], cache=cache, concurrency=opts["judge_concurrency"])
 
 
 def _worker_count(jobs: int | str) -> int:
@@ -233,18 +360,36 @@ def _tune_gc() -> None:
     gc.set_threshold(100_000, 50, 100)
 
 
-def _write_reports(result: Any, junit_xml: str | None, file_line: bool, json_file: str | None,
-                   html_file: str | None = None) -> None:
-    """Write the requested report files (atomically); one that cannot be written exits 2 after the others."""
+def _annotate(result: Any, choice: str | None, stream: Any) -> None:
+    """Under GitHub Actions (or ``--annotations github``): an annotation per failed case, and the job summary."""
+    from .reports import github  # deferred: start-up time
+
+    if not github.enabled(choice):
+        return
+    for line in github.annotations(result):
+        print(line, file=stream)
+    try:
+        github.append_summary(result)
+    except OSError as exc:
+        click.echo(f"trajrun: note: cannot append the job summary: {exc.strerror or exc}", err=True)
+
+
+def _write_reports(result: Any, junit: tuple[str | None, bool, str], json_file: str | None, html_file: str | None) -> None:
+    """Write the requested report files (atomically); one that cannot be written exits 2 after the others.
+
+    ``junit`` is the path (or None), ``--junit-file-line`` and ``--junit-system-out``.
+    """
     problems: list[str] = []
+    junit_xml, file_line, system_out = junit
     if html_file:
         from .reports import html  # deferred: start-up time
 
         problems += _try_write("--html", lambda: html.write(result, Path(html_file)))
     if junit_xml:
-        from .reports import junit  # deferred: start-up time
+        from .reports import junit as junit_report  # deferred: start-up time
 
-        problems += _try_write("--junit-xml", lambda: junit.write(result, Path(junit_xml), file_line=file_line))
+        problems += _try_write("--junit-xml", lambda: junit_report.write(result, Path(junit_xml), file_line=file_line,
+                                                                         system_out=system_out))
     if json_file:
         from .reports import json_report  # deferred: start-up time
 

@@ -22,8 +22,9 @@ name; and a tag named like one of pytest's own markers (``skip``, ``xfail``, ``p
 which as a bare marker would change how the case runs.
 
 The ini option ``trajrun_collect`` (default true) turns collection off; ``--trajrun-var K=V``
-(repeatable) sets template variables as ``trajrun run --var`` does, and ``--trajrun-golden-root DIR``
-allows golden files under DIR as ``trajrun run --golden-root`` does.
+(repeatable) sets template variables as ``trajrun run --var`` does, ``--trajrun-golden-root DIR``
+allows golden files under DIR as ``trajrun run --golden-root`` does, and ``--trajrun-no-judge`` skips
+``judge:`` checks as ``trajrun run --no-judge`` does.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .suites.model import SUITE_SUFFIXES
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
 
+    from .run.judge import Judge
     from .run.results import CaseResult
     from .suites.model import Case, Suite
 
@@ -47,6 +49,7 @@ PYTEST_MARKERS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtur
 
 _VARIABLES = pytest.StashKey[dict[str, Any]]()
 _CACHE = pytest.StashKey["SourceCache"]()
+_JUDGE = pytest.StashKey["Judge"]()
 _MARKERS = pytest.StashKey[set[str]]()
 
 
@@ -73,6 +76,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="trajrun_update_golden",
         help="rewrite golden files that are missing or whose steps check failed, like `trajrun run --update-golden`",
     )
+    group.addoption(
+        "--trajrun-no-judge",
+        action="store_true",
+        dest="trajrun_no_judge",
+        help="skip `judge:` checks (reported as skipped, never as passed), like `trajrun run --no-judge`",
+    )
     parser.addini("trajrun_collect", "collect *.suite.yaml files as tests (default true)", type="bool", default=True)
 
 
@@ -80,6 +89,23 @@ def pytest_configure(config: pytest.Config) -> None:
     """Parse ``--trajrun-var`` once, so a bad value is a usage error before collection starts."""
     config.stash[_VARIABLES] = _parse_vars(config.getoption("trajrun_vars") or [])
     config.stash[_MARKERS] = set()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the judge's threads, if a judged case started them."""
+    judge = config.stash.get(_JUDGE, None)
+    if judge is not None:
+        judge.close()
+
+
+def _judge(config: pytest.Config) -> Judge:
+    """The session's judge: cache in ``.trajrun-cache/`` under pytest's rootdir, ``--trajrun-no-judge`` honoured."""
+    from .run.judge import Judge, JudgeOptions  # deferred: the plugin loads in every pytest session
+
+    if _JUDGE not in config.stash:
+        options = JudgeOptions(enabled=not config.getoption("trajrun_no_judge"))
+        config.stash[_JUDGE] = Judge(options, config.rootpath)
+    return config.stash[_JUDGE]
 
 
 def _parse_vars(raw: list[str]) -> dict[str, Any]:
@@ -181,9 +207,15 @@ class CaseItem(pytest.Item):
 
         cache = self.config.stash.setdefault(_CACHE, SourceCache())
         cid = case_id(self.config.rootpath, self.path, self.case.name)
-        self.result = run_case(self.case, self.suite, cid, cache, self.config.getoption("trajrun_update_golden"))
+        judge = _judge(self.config) if self.case.expect.judge is not None else None
+        self.result = run_case(self.case, self.suite, cid, cache, self.config.getoption("trajrun_update_golden"), judge)
         if self.result.notes:
             self.add_report_section("setup", "trajrun", "\n".join(f"note: {note}" for note in self.result.notes))
+        verdict = self.result.evaluation.judge if self.result.evaluation else None
+        if verdict is not None and verdict.score is not None:
+            from .reports.text import judge_text  # deferred: the plugin loads in every pytest session
+
+            self.add_report_section("setup", "trajrun judge", judge_text(verdict))
         if self.result.outcome == "error":
             raise CaseProblem(self.result)
 
@@ -195,6 +227,8 @@ class CaseItem(pytest.Item):
             raise CaseProblem(result)
         if result.outcome == "xfailed":
             pytest.xfail(result.message)
+        if result.outcome == "skipped":  # a case whose only check is a skipped judge
+            pytest.skip(result.message)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         """A failed case prints as the CLI prints it; anything else falls back to pytest's report."""

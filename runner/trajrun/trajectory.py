@@ -127,11 +127,14 @@ class Trajectory:
         """Whether the source carries a per-call error flag (Anthropic, Bedrock, LangChain)."""
         return any(c.error is not None for c in self.calls)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The fixed JSON shape of ``trajrun show -o json``; reads back as format ``trajectory``."""
+    def to_dict(self, calls: bool = True) -> dict[str, Any]:
+        """The fixed JSON shape of ``trajrun show -o json``; reads back as format ``trajectory``.
+
+        ``calls=False`` leaves ``tool_calls`` empty, for a writer that streams them one at a time.
+        """
         out: dict[str, Any] = {
             "format": self.format,
-            "tool_calls": [c.to_dict() for c in self.calls],
+            "tool_calls": [c.to_dict() for c in self.calls] if calls else [],
             "turns": self.turns,
             "usage": self.usage.to_dict() if self.usage else None,
             "answer": self.answer,

@@ -124,6 +124,22 @@ class Budget:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgeSpec:
+    """A case's ``judge:`` check, as data: a model scores the run against ``rubric`` from 0 to 1.
+
+    ``reference`` shows the model the expected steps; the check passes when the score reaches
+    ``threshold``. ``model`` overrides the suite's ``judge_defaults``. ``alone`` is true when the case
+    has no other check, so a skipped judge (``--no-judge``) skips the case. The run layer calls the model.
+    """
+
+    rubric: str
+    reference: bool = False
+    threshold: float = 0.5
+    model: str | None = None
+    alone: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Expectation:
     """Everything one case checks. ``steps`` is ``None`` when the case has no steps check."""
 
@@ -138,3 +154,4 @@ class Expectation:
     nodes: tuple[tuple[str, ...], ...] | None = None
     answer: Any = UNSET
     threshold: float | None = None
+    judge: JudgeSpec | None = None

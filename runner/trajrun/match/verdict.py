@@ -18,18 +18,57 @@ class CheckFailure:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgeVerdict:
+    """What the LLM judge said about one run: a score from 0 to 1 and why, or why there is none.
+
+    ``skipped`` holds the reason the judge was not asked (``--no-judge``); ``error`` why its answer
+    could not be had or read (with the raw text). ``cached`` says the answer came from the judge cache.
+    """
+
+    threshold: float
+    score: float | None = None
+    reasoning: str = ""
+    model: str | None = None
+    cached: bool = False
+    skipped: str | None = None
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        """Whether the score reaches the threshold; ``None`` when there is no score."""
+        return None if self.score is None else self.score >= self.threshold
+
+    def summary(self) -> str:
+        """One line: ``score 0.85 >= 0.70 (gpt-4o-mini, cached)``, ``skipped (--no-judge)`` or the error."""
+        if self.skipped is not None:
+            return f"skipped ({self.skipped})"
+        if self.score is None:
+            return f"error: {self.error}"
+        sign = ">=" if self.passed else "<"
+        extra = ", ".join(x for x in (self.model, "cached" if self.cached else "") if x)
+        return f"score {self.score:.2f} {sign} {self.threshold:.2f}" + (f" ({extra})" if extra else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report's ``judge`` object."""
+        return {"score": self.score, "threshold": self.threshold, "passed": self.passed, "reasoning": self.reasoning,
+                "model": self.model, "cached": self.cached, "skipped": self.skipped, "error": self.error}
+
+
+@dataclass(frozen=True, slots=True)
 class Evaluation:
     """The verdict of every check of one case on one trajectory.
 
     ``errors`` lists checks that could not be evaluated, each as a sentence saying why.
     ``steps`` is the matcher's detailed report on the steps check (``None`` without steps); it
-    has a ``to_dict()`` for the JSON report.
+    has a ``to_dict()`` for the JSON report. ``judge`` is the LLM judge's verdict, which the run layer
+    adds (``evaluate`` never calls a model).
     """
 
     failures: tuple[CheckFailure, ...] = ()
     errors: tuple[str, ...] = ()
     score: float | None = None
     steps: Any = None
+    judge: JudgeVerdict | None = None
 
     @property
     def passed(self) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TextIO
 
 from ..run.results import CaseResult, RunResult, SuiteResult
-from .text import terminal_safe
+from .text import judge_text, terminal_safe
 
 LETTERS = {"passed": ".", "failed": "F", "error": "E", "skipped": "s", "xfailed": "x", "xpassed": "X"}
 WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED", "xfailed": "XFAIL", "xpassed": "XPASS"}
@@ -80,6 +80,9 @@ def _failure_block(case: CaseResult, color: bool, width: int) -> list[str]:
     lines.append(paint(terminal_safe(case.message or WORDS[case.outcome]), COLORS[case.outcome], color))
     if case.details:
         lines.extend(_details(case.details, color))
+    verdict = case.evaluation.judge if case.evaluation else None
+    if verdict is not None and verdict.passed:  # a failing judge is in the details already
+        lines.append(terminal_safe(judge_text(verdict)))
     lines.extend(f"note: {terminal_safe(note)}" for note in case.notes)
     return lines
 
@@ -117,6 +120,15 @@ def _notes(run: RunResult) -> list[str]:
     ]
 
 
+def _judged(run: RunResult) -> list[str]:
+    """The judge's score and reasoning for each judged case outside the failures section."""
+    return [
+        f"{terminal_safe(case.case_id)}: {terminal_safe(text)}"
+        for case in run.cases
+        if case.outcome not in PROBLEMS and (text := judge_text(case.evaluation.judge if case.evaluation else None))
+    ]
+
+
 def _status_color(run: RunResult) -> str:
     """Red when the run fails, yellow when nothing passed, green otherwise (pytest's scheme)."""
     if run.exit_code() in (1, 2):
@@ -131,6 +143,7 @@ def render_summary(run: RunResult, *, color: bool = False, width: int = DEFAULT_
         ("ERRORS", [line for s in run.suites if s.load_errors for line in _load_block(s, color, width)]),
         ("FAILURES", [line for c in run.cases if c.outcome in PROBLEMS for line in _failure_block(c, color, width)]),
         ("notes", _notes(run)),
+        ("judge", _judged(run) if verbosity >= 0 else []),
         ("short test summary info", _short_summary(run, color)),
     ]
     if run.usage_error:

@@ -101,6 +101,9 @@ def headline(summary: Mapping[str, Any]) -> str:
     parts = [f"{n} {'errors' if outcome == 'error' and n > 1 else outcome}" for outcome, n in counts.items() if n]
     if summary.get("deselected"):
         parts.append(f"{summary['deselected']} deselected")
+    if summary.get("judge_skipped"):
+        n = summary["judge_skipped"]
+        parts.append(f"{n} judge check{'s' if n != 1 else ''} skipped (--no-judge)")
     return f"{', '.join(parts) or 'no cases ran'} in {float(summary.get('duration') or 0):.2f}s"
 
 

@@ -10,6 +10,9 @@ is ``null`` when ``any_args``, ``group`` numbers the step's ``parallel`` group o
 index and the position of the call that satisfied it in ``trajectory.tool_calls``), ``nearest`` is
 ``[{"step", "call", "diffs", "note"}]`` for the first unmatched steps: the closest free call (or
 ``null``), each differing field as ``"$.path: expected X, got Y"``, and why there is none.
+
+Each case also carries ``judge`` and the summary ``judge_skipped`` (both added within version 1): the
+LLM judge's verdict, ``null`` for a case without a ``judge:`` check.
 """
 
 from __future__ import annotations
@@ -17,56 +20,109 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..files import atomic_write
 from ..match.expectation import ANY_ARGS, UNSET, Step
 from ..match.values import Matcher
 from ..run.results import OUTCOME_ORDER, CaseResult, RunResult, SuiteResult
+from ..trajectory import Trajectory
 
 VERSION = 1
 
 
 def render(run: RunResult) -> dict[str, Any]:
     """The whole run as JSON-ready data: a summary, then every suite with its cases."""
-    return {
-        "version": VERSION,
-        "summary": _summary(run),
-        "suites": [_suite(s) for s in run.suites],
-    }
+    return _plain(_report(run))
 
 
 def write(run: RunResult, path: str | os.PathLike[str]) -> None:
-    """Render ``run`` and write it to ``path`` atomically as UTF-8 JSON.
+    """Write the report of ``run`` to ``path`` atomically as UTF-8 JSON, streamed case by case and call by call.
 
-    JSON has no NaN or infinity: such numbers in a tool's arguments or results are written as the
-    strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``. Raises ``FileWriteError``.
+    Streaming keeps the memory a report needs to about one case, not a copy of the whole run: a
+    million-call history costs a few megabytes here, not gigabytes. JSON has no NaN or infinity: such
+    numbers in a tool's arguments or results are written as the strings ``"NaN"``, ``"Infinity"`` and
+    ``"-Infinity"``. Raises ``FileWriteError``.
     """
-    data = render(run)
-    atomic_write(path, lambda handle: handle.write(_encode(data)))
+    atomic_write(path, lambda handle: handle.writelines(_chunks(run)))
 
 
 def encode(run: RunResult) -> bytes:
     """The report as the bytes ``write`` puts in a file (``--json -`` prints them)."""
-    return _encode(render(run))
+    return b"".join(_chunks(run))
 
 
-def _encode(data: dict[str, Any]) -> bytes:
-    """Indented UTF-8 JSON; escaped ASCII instead when some string holds a lone surrogate."""
+class _Items:
+    """A list written one item at a time (the suites, a suite's cases, a run's calls), never held whole."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = items
+
+
+def _report(run: RunResult) -> dict[str, Any]:
+    """The report with its long lists as ``_Items``."""
+    return {"version": VERSION, "summary": _summary(run), "suites": _Items(map(_suite, run.suites))}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every ``_Items`` made a list."""
+    if isinstance(value, _Items):
+        return [_plain(item) for item in value.items]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def _chunks(run: RunResult) -> Iterator[bytes]:
+    """The report's bytes, indented as ``json.dumps(indent=2)`` indents, in pieces of at most one case or call."""
+    yield from _stream(_report(run), 0)
+    yield b"\n"
+
+
+def _stream(value: Any, depth: int) -> Iterator[bytes]:
+    """``value`` at nesting ``depth``: ``_Items`` and the maps holding them piece by piece, the rest whole."""
+    inner = ("\n" + "  " * (depth + 1)).encode()
+    if isinstance(value, _Items):
+        empty = True
+        for item in value.items:
+            yield (b"[" if empty else b",") + inner
+            yield from _stream(item, depth + 1)
+            empty = False
+        yield b"[]" if empty else ("\n" + "  " * depth + "]").encode()
+    elif _lazy(value):
+        for i, (key, item) in enumerate(value.items()):
+            yield (b"{" if i == 0 else b",") + inner + _text(key, 0) + b": "
+            yield from _stream(item, depth + 1)
+        yield ("\n" + "  " * depth + "}").encode()
+    else:
+        yield _text(value, depth)
+
+
+def _lazy(value: Any) -> bool:
+    """Whether ``value`` is or holds an ``_Items`` (only the report's own maps do: a call's arguments never)."""
+    return isinstance(value, _Items) or type(value) is dict and any(map(_lazy, value.values()))
+
+
+def _text(value: Any, depth: int) -> bytes:
+    """One value as indented UTF-8 JSON; escaped ASCII instead when it holds a lone surrogate."""
     try:
-        text = _dumps(data, ascii_only=False)
-    except ValueError:  # a NaN or an infinity: rare, so only then walk the data to replace them
-        data = _finite(data)
-        text = _dumps(data, ascii_only=False)
+        text = _dumps(value, ascii_only=False)
+    except ValueError:  # a NaN or an infinity: rare, so only then walk the value to replace them
+        value = _finite(value)
+        text = _dumps(value, ascii_only=False)
     try:
-        return text.encode("utf-8")
+        data = text.encode("utf-8")
     except UnicodeEncodeError:
-        return _dumps(data, ascii_only=True).encode("ascii")
+        data = _dumps(value, ascii_only=True).encode("ascii")
+    return data.replace(b"\n", ("\n" + "  " * depth).encode()) if depth else data
 
 
 def _dumps(data: Any, ascii_only: bool) -> str:
-    """Strict JSON text (raises ``ValueError`` on NaN or infinity), indented, with a final newline."""
-    return json.dumps(data, indent=2, ensure_ascii=ascii_only, allow_nan=False, default=str) + "\n"
+    """Strict JSON text (raises ``ValueError`` on NaN or infinity), indented."""
+    return json.dumps(data, indent=2, ensure_ascii=ascii_only, allow_nan=False, default=str)
 
 
 def _finite(value: Any) -> Any:
@@ -95,6 +151,7 @@ def _summary(run: RunResult) -> dict[str, Any]:
     summary: dict[str, Any] = {outcome: counts[outcome] for outcome in OUTCOME_ORDER}
     summary["total"] = len(run.cases)
     summary["deselected"] = run.deselected
+    summary["judge_skipped"] = run.judge_skipped
     summary["load_errors"] = sum(1 for s in run.suites if s.load_errors)
     summary["duration"] = _number(run.duration) or 0.0
     summary["exit_code"] = run.exit_code()
@@ -107,7 +164,7 @@ def _suite(suite: SuiteResult) -> dict[str, Any]:
         "name": suite.name,
         "file": suite.file,
         "load_errors": list(suite.load_errors),
-        "cases": [_case(c) for c in suite.cases],
+        "cases": _Items(map(_case, suite.cases)),
     }
 
 
@@ -130,9 +187,27 @@ def _case(case: CaseResult) -> dict[str, Any]:
         "checks": [{"check": f.check, "summary": f.summary} for f in evaluation.failures] if evaluation else [],
         "errors": list(evaluation.errors) if evaluation else [],
         "notes": list(case.notes),
-        "trajectory": case.trajectory.to_dict() if case.trajectory else None,
+        "judge": _judge(evaluation.judge if evaluation else None),
+        "trajectory": _trajectory(case.trajectory) if case.trajectory else None,
         "steps": _steps(evaluation.steps if evaluation else None),
     }
+
+
+def _trajectory(traj: Trajectory) -> dict[str, Any]:
+    """The run as ``trajrun show -o json`` prints it, its calls written one at a time."""
+    data = traj.to_dict(calls=False)
+    data["tool_calls"] = _Items(call.to_dict() for call in traj.calls)  # keeps its place among the keys
+    return data
+
+
+def _judge(verdict: Any) -> dict[str, Any] | None:
+    """The LLM judge's verdict (``score``, ``threshold``, ``passed``, ``reasoning``, ``model``, ``cached``,
+    ``skipped``, ``error``), or ``None`` for a case without a ``judge:`` check."""
+    if verdict is None:
+        return None
+    data = verdict.to_dict()
+    data["score"] = _number(data["score"])
+    return data
 
 
 def _steps_report(steps: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from ..run.results import CaseResult, RunResult, SuiteResult
 from ..files import atomic_write
-from .text import one_line, seconds, xml_safe
+from .text import judge_text, one_line, seconds, xml_safe
 
 UNNAMED = "(unnamed)"
 LOAD_CASE = "(load)"
@@ -100,6 +100,9 @@ def _properties(suite: SuiteResult) -> ET.Element:
     scores = [c.score for c in suite.cases if c.score is not None]
     if scores:
         figures["mean_score"] = f"{sum(scores) / len(scores):.3f}"
+    judged = [v.score for c in suite.cases if c.evaluation and (v := c.evaluation.judge) and v.score is not None]
+    if judged:
+        figures["judge_mean_score"] = f"{sum(judged) / len(judged):.3f}"
     element = ET.Element("properties")
     for name, value in figures.items():
         ET.SubElement(element, "property", {"name": name, "value": xml_safe(one_line(str(value)))})
@@ -140,6 +143,10 @@ def _case(case: CaseResult, seen: set[tuple[str, str]], file_line: bool, shown: 
         element.attrib.update({"file": xml_safe(case.file), "line": str(max(case.line, 1))})
     body = "\n\n".join(p for p in (case.message, case.details) if p) if case.outcome == "error" else case.details
     body = body or case.message
+    verdict = case.evaluation.judge if case.evaluation else None
+    judged = judge_text(verdict) if verdict is not None and verdict.passed else ""  # a failing one is in the details
+    if judged and case.outcome != "passed":
+        body = "\n\n".join(p for p in (body, judged) if p)
     if case.notes:
         body = "\n\n".join([body, *case.notes]) if body else "\n".join(case.notes)
     if case.outcome == "failed":
@@ -150,8 +157,8 @@ def _case(case: CaseResult, seen: set[tuple[str, str]], file_line: bool, shown: 
         _result(element, "failure", xpass_message(case), "xpass", body)
     elif case.outcome in ("skipped", "xfailed"):
         _result(element, "skipped", case.message or case.outcome, None, body)
-    elif case.notes:
-        ET.SubElement(element, "system-err").text = xml_safe("\n".join(case.notes))
+    elif case.notes or judged:
+        ET.SubElement(element, "system-err").text = xml_safe("\n".join([*([judged] if judged else []), *case.notes]))
     if case.actual_yaml and (shown is None or case.outcome in shown):
         ET.SubElement(element, "system-out").text = xml_safe(case.actual_yaml)
     return element

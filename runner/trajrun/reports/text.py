@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 # XML 1.0 allows #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]; everything
 # else (other C0 controls, lone surrogates, U+FFFE, U+FFFF) cannot appear in a document at all.
@@ -41,6 +42,14 @@ def terminal_safe(text: str) -> str:
 def one_line(text: str) -> str:
     """Join the lines of ``text`` with single spaces: attribute values and messages are one line."""
     return _LINE_BREAKS.sub(" ", text).strip()
+
+
+def judge_text(verdict: Any) -> str:
+    """A judge verdict that carries a score as one line: ``judge: score 0.85 >= 0.70 (gpt-4o-mini): reasoning``;
+    empty for none (a skipped or erred judge is said elsewhere: in the notes, in the message)."""
+    if verdict is None or verdict.score is None:
+        return ""
+    return f"judge: {verdict.summary()}: {one_line(verdict.reasoning)}".rstrip(": ")
 
 
 def seconds(value: float) -> str:

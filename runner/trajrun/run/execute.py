@@ -2,23 +2,51 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from ..errors import SourceError, SuiteErrors, TrajrunError
 from ..match.evaluate import evaluate
 from ..match.expectation import Expectation
-from ..match.verdict import CheckFailure, Evaluation
+from ..match.verdict import CheckFailure, Evaluation, JudgeVerdict
 from ..sources import apply_select, load_trajectory, read_trajectory
 from ..sources.live import call_python, run_command
 from ..suites.golden import compact_steps, dump_steps, load_golden, write_golden
 from ..suites.model import Case, Source, Suite
 from ..trajectory import Trajectory
+from .judge import SKIPPED, Judge, default_judge
 from .results import CaseResult
+
+TRACEBACK_VAR = "TRAJRUN_TRACEBACK"
+"""Set to 1 to put an internal error's traceback in its case's details (``trajrun run`` keeps it out by default)."""
+
+
+class ReaderCrash(SourceError):
+    """An unexpected exception while reading a source (a trajrun bug), as a case error; ``trace`` is its traceback."""
+
+    def __init__(self, exc: Exception, origin: str) -> None:
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        super().__init__(f"internal error reading {origin}: {last} (please report it)")
+        self.trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+
+
+@contextlib.contextmanager
+def _reading(origin: str) -> Iterator[None]:
+    """Any exception but trajrun's own errors becomes a ``ReaderCrash``, so one case errs, not the whole run."""
+    try:
+        yield
+    except TrajrunError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a reader bug must not end the run
+        raise ReaderCrash(exc, origin) from None
 
 
 class SourceCache:
@@ -30,13 +58,15 @@ class SourceCache:
     def trajectory(self, source: Source) -> Trajectory:
         """The trajectory of a file or inline source."""
         if source.file is None:
-            return _read(source.messages, source, "inline messages")
+            with _reading("inline messages"):
+                return _read(source.messages, source, "inline messages")
         key = (source.file, source.format, source.select, source.record)
         if key not in self._cache:
             try:
-                self._cache[key] = load_trajectory(
-                    source.file, format=source.format, select=source.select, record=source.record
-                )
+                with _reading(str(source.file)):
+                    self._cache[key] = load_trajectory(
+                        source.file, format=source.format, select=source.select, record=source.record
+                    )
             except SourceError as exc:
                 self._cache[key] = exc
         hit = self._cache[key]
@@ -47,12 +77,17 @@ class SourceCache:
 
 def live_trajectory(source: Source, folder: Path) -> Trajectory:
     """Run a live source once and read what it returned."""
+    origin = source.command if source.command is not None else str(source.python)
+    with _reading(origin):
+        return _read(_live_document(source, folder), source, origin)
+
+
+def _live_document(source: Source, folder: Path) -> Any:
+    """What the command printed, or what the function returned."""
     if source.command is not None:
-        doc, origin = run_command(source.command, folder, source.timeout), source.command
-    else:
-        assert source.python is not None
-        doc, origin = call_python(source.python, source.args, folder, source.timeout), source.python
-    return _read(doc, source, origin)
+        return run_command(source.command, folder, source.timeout)
+    assert source.python is not None
+    return call_python(source.python, source.args, folder, source.timeout)
 
 
 def _read(doc: Any, source: Source, origin: str) -> Trajectory:
@@ -69,20 +104,93 @@ class Attempt:
     trajectory: Trajectory | None
     evaluation: Evaluation
     notes: tuple[str, ...] = ()
+    details: str = ""
 
 
-def run_case(case: Case, suite: Suite, case_id: str, cache: SourceCache, update_golden: bool = False) -> CaseResult:
-    """Run one case to a result; nothing it does can raise past here."""
+def run_case(case: Case, suite: Suite, case_id: str, cache: SourceCache, update_golden: bool = False,
+             judge: Judge | None = None) -> CaseResult:
+    """Run one case to a result, its judge checks included; nothing it does can raise past here."""
+    return start_case(case, suite, case_id, cache, update_golden, judge).result()
+
+
+class PendingCase:
+    """A case whose source was read and rule checks evaluated, and whose judge checks may still be running."""
+
+    def __init__(self, case: Case, base: CaseResult, attempts: Sequence[Attempt],
+                 verdicts: Sequence[Future[JudgeVerdict] | None], started: float,
+                 decided: CaseResult | None = None) -> None:
+        self.case, self.base, self.attempts, self.verdicts, self.started = case, base, attempts, verdicts, started
+        self._ended = [time.perf_counter()]
+        self._result = decided
+        for verdict in verdicts:
+            if verdict is not None:
+                verdict.add_done_callback(lambda _: self._ended.append(time.perf_counter()))
+
+    def done(self) -> bool:
+        """Whether every judge check has its verdict (``result`` will not wait)."""
+        return all(v is None or v.done() for v in self.verdicts)
+
+    def result(self) -> CaseResult:
+        """The case's result, waiting for its judge checks."""
+        if self._result is None:
+            verdicts = [v.result() if v is not None else None for v in self.verdicts]
+            attempts = [_judged(a, v) for a, v in zip(self.attempts, verdicts)] if verdicts else list(self.attempts)
+            result = _result(self.case, self.base, attempts, max(self._ended) - self.started)
+            self._result = _judge_skipped(self.case, result)
+        return self._result
+
+
+def start_case(case: Case, suite: Suite, case_id: str, cache: SourceCache, update_golden: bool = False,
+               judge: Judge | None = None) -> PendingCase:
+    """Read the case's source and evaluate its rule checks now; its judge checks go on in ``judge``'s threads."""
     started = time.perf_counter()
     base = CaseResult(case_id, suite.name, case.name, str(suite.path), case.loc.line, "skipped")
     if case.skip is not None:
-        return dataclasses.replace(base, message=case.skip or "skipped")
+        return PendingCase(case, base, [], [], started, dataclasses.replace(base, message=case.skip or "skipped"))
     folder = suite.path.parent
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
     runs = case.repeat or 1
     attempts = [_attempt(case, folder, cache, update_golden) for _ in range(runs)]
-    return _result(case, base, attempts, time.perf_counter() - started)
+    verdicts = [_submit(case, suite, a, judge) for a in attempts] if case.expect.judge else []
+    return PendingCase(case, base, attempts, verdicts, started)
+
+
+def _submit(case: Case, suite: Suite, attempt: Attempt, judge: Judge | None) -> Future[JudgeVerdict] | None:
+    """Start the judge on one attempt's run (none without a run); the reference is the steps as checked."""
+    spec = case.expect.judge
+    if spec is None or attempt.trajectory is None:
+        return None
+    steps = getattr(attempt.evaluation.steps, "expected_steps", None) or case.expect.steps
+    return (judge or default_judge()).submit(spec, suite.judge_defaults, attempt.trajectory, steps, case.expect.mode)
+
+
+def _judged(attempt: Attempt, verdict: JudgeVerdict | None) -> Attempt:
+    """The attempt with the judge among its checks: an error errs, a score under the threshold fails."""
+    if verdict is None:
+        return attempt
+    evaluation = attempt.evaluation
+    failures, errors = evaluation.failures, evaluation.errors
+    if verdict.error is not None:
+        errors += (f"judge: {verdict.error}",)
+    elif verdict.passed is False:
+        who = f" ({verdict.model})" if verdict.model else ""
+        detail = f"reasoning{who}: {verdict.reasoning}"
+        failures += (CheckFailure("judge", f"score {verdict.score:.2f} < {verdict.threshold:.2f}", detail),)
+    judged = dataclasses.replace(evaluation, failures=failures, errors=errors, judge=verdict)
+    return dataclasses.replace(attempt, evaluation=judged)
+
+
+def _judge_skipped(case: Case, result: CaseResult) -> CaseResult:
+    """``--no-judge``: never a pass. A case whose only check is the judge is skipped; others say so in a note."""
+    verdict = result.evaluation.judge if result.evaluation else None
+    if verdict is None or verdict.skipped is None or case.expect.judge is None:
+        return result
+    if case.expect.judge.alone and result.outcome in ("passed", "xpassed"):
+        return dataclasses.replace(result, outcome="skipped", check_type=None,
+                                   message=f"judge check skipped ({SKIPPED}); it is this case's only check")
+    note = f"judge check skipped ({SKIPPED}): the outcome rests on the case's other checks"
+    return dataclasses.replace(result, notes=(*result.notes, note))
 
 
 def _attempt(case: Case, folder: Path, cache: SourceCache, update_golden: bool) -> Attempt:
@@ -91,14 +199,24 @@ def _attempt(case: Case, folder: Path, cache: SourceCache, update_golden: bool) 
         assert case.source is not None
         traj = live_trajectory(case.source, folder) if case.source.live else cache.trajectory(case.source)
     except TrajrunError as exc:
-        return Attempt(None, Evaluation(errors=(f"source: {exc}",)))
+        trace = _trace_details(exc.trace) if isinstance(exc, ReaderCrash) else ""
+        return Attempt(None, Evaluation(errors=(f"source: {exc}",)), details=trace)
     try:
         return _evaluate(case, traj, update_golden)
     except TrajrunError as exc:
         return Attempt(traj, Evaluation(errors=(str(exc),)))
     except Exception as exc:  # noqa: BLE001 - one broken case never stops the others
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return Attempt(traj, Evaluation(errors=(f"internal error: {last}",)))
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+        return Attempt(traj, Evaluation(errors=(f"internal error: {last} (please report it)",)),
+                       details=_trace_details(trace))
+
+
+def _trace_details(trace: str) -> str:
+    """An internal error's details: its traceback when ``TRAJRUN_TRACEBACK`` is set, else how to see it."""
+    if os.environ.get(TRACEBACK_VAR, "").strip() not in ("", "0"):
+        return trace
+    return f"set {TRACEBACK_VAR}=1 to see the traceback here"
 
 
 def _evaluate(case: Case, traj: Trajectory, update_golden: bool) -> Attempt:
@@ -152,7 +270,7 @@ def _result(case: Case, base: CaseResult, attempts: list[Attempt], duration: flo
         trajectory=last.trajectory,
         actual_yaml=_actual_yaml(last.trajectory),
         notes=tuple(n for a in attempts for n in a.notes),
-        details=evaluation.details(),
+        details="\n\n".join(part for part in (evaluation.details(), last.details) if part),
         check_type=evaluation.failures[0].check if evaluation.failures else None,
     )
     return _outcome(case, result, evaluation)
@@ -176,16 +294,19 @@ def _repeat_evaluation(case: Case, attempts: list[Attempt]) -> Evaluation:
     passed = sum(a.evaluation.passed for a in attempts)
     scores = [a.evaluation.score for a in attempts if a.evaluation.score is not None]
     mean = sum(scores) / len(scores) if scores else None
+    judge = attempts[-1].evaluation.judge
     if all(a.evaluation.errors for a in attempts):
-        return Evaluation(errors=(f"all {len(attempts)} runs erred; last: {attempts[-1].evaluation.message()}",), score=mean)
+        last = attempts[-1].evaluation.message()
+        return Evaluation(errors=(f"all {len(attempts)} runs erred; last: {last}",), score=mean, judge=judge)
     if passed / len(attempts) >= case.pass_rate:
-        return Evaluation(score=mean, steps=attempts[-1].evaluation.steps)
+        return Evaluation(score=mean, steps=attempts[-1].evaluation.steps, judge=judge)
     failing = next(a.evaluation for a in reversed(attempts) if not a.evaluation.passed)
     summary = f"{passed}/{len(attempts)} runs passed, pass_rate {case.pass_rate:g}"
     return Evaluation(
         failures=(CheckFailure("repeat", summary, f"last failing run: {failing.message()}\n{failing.details()}"),),
         score=mean,
         steps=failing.steps,
+        judge=judge,
     )
 
 

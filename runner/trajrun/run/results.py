@@ -79,6 +79,11 @@ class RunResult:
             counts[case.outcome] += 1
         return counts
 
+    @property
+    def judge_skipped(self) -> int:
+        """How many cases had their ``judge:`` check skipped by ``--no-judge`` (never counted as passes)."""
+        return sum(1 for c in self.cases if c.evaluation and c.evaluation.judge and c.evaluation.judge.skipped)
+
     def exit_code(self) -> int:
         """2 load or usage error, 1 a case failed/erred/xpassed, 5 nothing collected, 0 otherwise.
 
@@ -108,6 +113,9 @@ class RunResult:
                 parts.append(f"{n} {singular if n == 1 else plural}")
         if self.deselected:
             parts.append(f"{self.deselected} deselected")
+        if self.judge_skipped:
+            n = self.judge_skipped
+            parts.append(f"{n} judge check{'s' if n != 1 else ''} skipped (--no-judge)")
         if self.not_run:
             parts.append(f"{self.not_run} not run (stopped at the first failure)")
         if self.sharded and not self.cases and self.deselected:

@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequenc
 from ..errors import SuiteErrors, TrajrunError
 from ..suites.load import load_suite
 from ..suites.model import SUITE_SUFFIXES, Case, Suite
-from .execute import SourceCache, run_case
+from .execute import PendingCase, SourceCache, start_case
+from .judge import Judge, JudgeOptions
 from .results import CaseResult, RunResult, SuiteResult
 from .selection import in_shard, keyword_matcher, marker_matcher
 
@@ -33,6 +34,8 @@ JOBS_PER_CORE = 4
 """``-j`` starts at most this many workers per core: more only adds memory and start-up time."""
 STOP_GRACE = 5.0
 """Seconds stopping workers may take (each kills its live source first) before they are killed."""
+JUDGE_AHEAD = 64
+"""How many cases may run ahead of the first one still waiting for its judge (results stay in order)."""
 
 
 class UsageError(TrajrunError):
@@ -60,6 +63,7 @@ class RunOptions:
     update_golden: bool = False
     root: Path | None = None
     golden_root: Path | None = None
+    judge: JudgeOptions = field(default_factory=JudgeOptions)
 
 
 class Reporter(Protocol):
@@ -202,9 +206,14 @@ def run_paths(paths: Sequence[str | Path], options: RunOptions | None = None, re
 def run_suite(suite: Suite, options: RunOptions | None = None) -> SuiteResult:
     """Run the cases of one loaded suite that ``options`` select (``-k``, ``-m``, ``--shard``), in order."""
     options = options or RunOptions()
-    planned, _ = plan(suite, options, options.root or Path.cwd())
+    root = options.root or Path.cwd()
+    planned, _ = plan(suite, options, root)
     stamp, began = datetime.now(), time.perf_counter()
-    cases = list(_case_results(planned, SourceCache(), options.update_golden, options.exitfirst))
+    judge = Judge(options.judge, root)
+    try:
+        cases = list(_case_results(planned, SourceCache(), options.update_golden, options.exitfirst, judge=judge))
+    finally:
+        judge.close()
     return _suite_result(suite, cases, began, stamp)
 
 
@@ -222,23 +231,47 @@ def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Re
             plans.append(item)
     if reporter:
         reporter.start(sum(len(p.cases) for p in plans if isinstance(p, Planned)))
-    cache, stop = SourceCache(), False
-    for item in plans:
-        if isinstance(item, SuiteResult):
-            progress.suites.append(item)
-            if reporter:
-                reporter.suite_load_error(item)
-            continue
-        cases: list[CaseResult] = []
-        stamp, began = datetime.now(), time.perf_counter()
-        try:
-            for result in () if stop else _case_results(item, cache, options.update_golden, options.exitfirst):
-                cases.append(result)
+    judge = Judge(options.judge, root)
+    try:
+        _run_plans(plans, options, reporter, progress, SourceCache(), judge)
+    finally:
+        judge.close()
+
+
+def _run_plans(plans: list[Planned | SuiteResult], options: RunOptions, reporter: Reporter | None,
+               progress: _Progress, cache: SourceCache, judge: Judge) -> None:
+    """Run the loaded suites' cases, reporting each in order as it is done; a suite file's result is kept
+    once its last case is (on an interrupt too, with the cases that finished)."""
+    opened: dict[int, tuple[list[CaseResult], float, datetime]] = {}
+    closed = 0
+
+    def close(upto: int) -> None:
+        """Keep (and report the load errors of) every suite file before ``upto``."""
+        nonlocal closed
+        for index in range(closed, upto):
+            item = plans[index]
+            if isinstance(item, SuiteResult):
+                progress.suites.append(item)
                 if reporter:
-                    reporter.case_done(result)
-        finally:  # on an interrupt too: the cases that finished are kept
+                    reporter.suite_load_error(item)
+                continue
+            cases, began, stamp = opened.get(index) or ([], time.perf_counter(), datetime.now())
             progress.suites.append(_suite_result(item.suite, cases, began, stamp))
-        stop = stop or options.exitfirst and any(_stops(c) for c in cases)
+        closed = max(closed, upto)
+
+    def start(index: int) -> None:
+        """Note when a suite file's first case starts."""
+        opened.setdefault(index, ([], time.perf_counter(), datetime.now()))
+
+    try:
+        for index, result in _pipeline(plans, cache, judge, options.update_golden, options.exitfirst, start):
+            close(index)
+            opened[index][0].append(result)
+            if reporter:
+                reporter.case_done(result)
+    finally:  # on an interrupt, up to the suite file in progress
+        close(len(plans) if not opened else max(closed, max(opened) + 1))
+    close(len(plans))
 
 
 def _stops(case: CaseResult) -> bool:
@@ -247,14 +280,40 @@ def _stops(case: CaseResult) -> bool:
 
 
 def _case_results(item: Planned, cache: SourceCache, update_golden: bool, exitfirst: bool,
-                  skip: int = 0) -> Iterator[CaseResult]:
+                  skip: int = 0, judge: Judge | None = None, ahead: int = JUDGE_AHEAD) -> Iterator[CaseResult]:
     """Run a suite's selected cases in order (from the ``skip``-th), yielding each result as it is done;
     with ``exitfirst``, stop after the first that fails."""
-    for cid, case in item.cases[skip:]:
-        result = run_case(case, item.suite, cid, cache, update_golden)
+    share = [Planned(item.suite, item.cases[skip:])]
+    for _, result in _pipeline(share, cache, judge, update_golden, exitfirst, ahead=ahead):
         yield result
-        if exitfirst and _stops(result):
-            return
+
+
+def _pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge: Judge | None, update_golden: bool,
+              exitfirst: bool, start: Callable[[int], None] | None = None,
+              ahead: int = JUDGE_AHEAD) -> Iterator[tuple[int, CaseResult]]:
+    """Run the plans' cases, yielding ``(plan index, result)`` in order; with ``exitfirst``, stop after the first
+    that fails. ``start`` hears of each plan's index as its cases start.
+
+    While a case waits for its judge, up to ``ahead`` later cases run, in later suite files too (none with
+    ``exitfirst``, which must not start a case after a failure).
+    """
+    ahead = 0 if exitfirst else ahead
+    pending: deque[tuple[int, PendingCase]] = deque()
+    for index, item in enumerate(plans):
+        if isinstance(item, SuiteResult):
+            continue
+        for cid, case in item.cases:
+            if start:
+                start(index)
+            pending.append((index, start_case(case, item.suite, cid, cache, update_golden, judge)))
+            while pending and (pending[0][1].done() or len(pending) > ahead):
+                done, case_result = pending[0][0], pending.popleft()[1].result()
+                yield done, case_result
+                if exitfirst and _stops(case_result):
+                    return
+    while pending:
+        done, case_result = pending[0][0], pending.popleft()[1].result()
+        yield done, case_result
 
 
 def _suite_result(suite: Suite, cases: list[CaseResult], began: float, stamp: datetime) -> SuiteResult:
@@ -475,16 +534,18 @@ def _worker(conn: Connection, options: RunOptions, root: Path) -> None:
     # SIGTERM from the parent raises KeyboardInterrupt, as SIGINT from a terminal does: on its way out it
     # kills the live source in progress
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    cache = SourceCache()
+    cache, judge = SourceCache(), Judge(options.judge, root)
     try:
         while (job := conn.recv()) is not None:
-            _run_unit(*job, options, root, cache, conn.send)
+            _run_unit(*job, options, root, cache, conn.send, judge)
     except (KeyboardInterrupt, EOFError, OSError):  # stopped, or the parent is gone
         pass
+    finally:
+        judge.close()
 
 
 def _run_unit(unit: Unit, skip: int, options: RunOptions, root: Path, cache: SourceCache,
-              send: Callable[[tuple[Any, ...]], None]) -> None:
+              send: Callable[[tuple[Any, ...]], None], judge: Judge | None = None) -> None:
     """In a worker: load and select one part of one suite file, then run its cases from the ``skip``-th;
     sends the plan, each case's result, and the end."""
     path, part, parts = unit
@@ -499,7 +560,8 @@ def _run_unit(unit: Unit, skip: int, options: RunOptions, root: Path, cache: Sou
     cases = tuple((cid, case.name, case.loc.line) for cid, case in share.cases)
     send(("plan", SuiteResult(item.name, str(item.path)), cases, left_out if part == 0 else 0))
     began = time.perf_counter()
-    for result in _case_results(share, cache, options.update_golden, options.exitfirst, skip):
+    # no case runs ahead in a worker: if it dies, the parent blames the first case it has no result for
+    for result in _case_results(share, cache, options.update_golden, options.exitfirst, skip, judge, ahead=0):
         send(("case", result))
     send(("end", time.perf_counter() - began))
 

@@ -59,9 +59,23 @@ def dump_steps(traj: Trajectory) -> str:
         return _yaml_steps(steps, _EscapingDumper)
 
 
-def _yaml_steps(steps: list[dict[str, Any]], dumper: type[yaml.SafeDumper]) -> str:
+def _yaml_steps(steps: Any, dumper: type[yaml.SafeDumper]) -> str:
     """The steps as block-style YAML through ``dumper``."""
     return yaml.dump(steps, Dumper=dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=100)
+
+
+def dump_yaml(data: Any) -> str:
+    """Block-style YAML in the dialect of golden files (strings YAML 1.2 core would misread are quoted,
+    multi-line strings are ``|`` blocks), for writers of suite files such as the importers."""
+    try:
+        return _yaml_steps(data, _Dumper)
+    except UnicodeEncodeError:
+        return _yaml_steps(data, _EscapingDumper)
+
+
+def recorded_step(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
+    """One call as the step that reads back as exactly this call, in the form ``dump_steps`` writes."""
+    return _step(name, args)
 
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")

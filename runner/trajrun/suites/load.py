@@ -6,29 +6,35 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import SpecError, SuiteError, SuiteErrors, kind
-from ..match.expectation import ARGS_MODES, MODES, ORDERED_MODES, UNSET, Expectation
+from ..match.expectation import ARGS_MODES, MODES, ORDERED_MODES, UNSET, Expectation, JudgeSpec
 from ..yaml_core import Path as KeyPath
 from .document import Ctx, raise_errors, read_document
 from .expectation_keys import jsonpath_problem, parse_budget, parse_calls, parse_steps, parse_tools
 from .golden import golden_outside, load_golden
-from .model import DEFAULT_TIMEOUT, FORMATS, Case, Source, Suite
+from .model import DEFAULT_TIMEOUT, FORMATS, Case, JudgeSettings, Source, Suite
 from .schema import schema_text
-from .templating import case_name, expand_parametrize, merge_defaults, render_tree, variables
+from .templating import MAX_CASES, case_name, expand_parametrize, merge_defaults, render_tree, variables
 
 __all__ = ["load_suite", "validate_suite", "read_document", "schema_text"]
 
-TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "cases")
+TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "judge_defaults", "cases")
 CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
-             "budget", "nodes", "answer", "threshold", "repeat", "pass_rate", "parametrize", "tags", "skip", "xfail")
-ASSERTING = ("steps", "golden", "never", "before", "calls", "budget", "nodes", "answer")
+             "budget", "nodes", "answer", "judge", "threshold", "repeat", "pass_rate", "parametrize", "tags", "skip",
+             "xfail")
+ASSERTING = ("steps", "golden", "never", "before", "calls", "budget", "nodes", "answer", "judge")
+JUDGE_KEYS = ("rubric", "reference", "threshold", "model")
+JUDGE_DEFAULT_KEYS = ("model", "base_url", "api_key", "timeout", "retries", "temperature")
 SOURCE_KEYS = ("file", "format", "select", "record", "messages", "command", "timeout", "python", "args")
 SOURCE_KINDS = ("file", "messages", "command", "python")
 _ONLY_WITH = {"record": ("file",), "timeout": ("command", "python"), "args": ("python",)}
 _NOT_RENDERED = ("source", "messages")
+MAX_SUITE_CASES = 100_000
+"""The most cases one suite file may hold after ``parametrize`` (counted before any is built)."""
 
 
 def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
@@ -41,14 +47,14 @@ def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
     loaded, ctx = read_document(path, file)
     top = loaded.data
     if not isinstance(top, dict):
-        ctx.error((), f"a suite is a map with `cases` (and optionally suite, description, tags, vars, defaults); "
-                      f"found {kind(top)}")
+        ctx.error((), f"a suite is a map with `cases` (and optionally suite, description, tags, vars, defaults, "
+                      f"judge_defaults); found {kind(top)}")
         raise_errors(ctx.errors)
     top = ctx.keys(top, TOP_KEYS, (), "at the top level")
     suite = _Top(ctx, top, path, dict(variables or {}), golden_root)
     cases = suite.cases()
     raise_errors(ctx.errors)
-    return Suite(suite.name, path, suite.description, suite.tags, cases, ctx.loc(()))
+    return Suite(suite.name, path, suite.description, suite.tags, cases, ctx.loc(()), suite.judge_defaults)
 
 
 class _Top:
@@ -74,6 +80,20 @@ class _Top:
             self.description = head["description"]
         self.tags = ctx.names(head["tags"], ("tags",), "tags") if "tags" in head else ()
         self.defaults = self._defaults()
+        self.judge_defaults = self._judge_defaults()
+
+    def _judge_defaults(self) -> JudgeSettings:
+        """``judge_defaults``: model, endpoint and key of the judge, rendered (``{{ env.KEY }}``) and checked."""
+        raw = self.top.get("judge_defaults", {})
+        if not self.ctx.check(raw, dict, ("judge_defaults",), "judge_defaults must be a map of "
+                                                              f"{', '.join(JUDGE_DEFAULT_KEYS)}"):
+            return JudgeSettings()
+        raw = self.ctx.keys(raw, JUDGE_DEFAULT_KEYS, ("judge_defaults",), "in judge_defaults")
+        errors: list[SpecError] = []
+        value = render_tree(raw, variables(self.vars, self.cli_vars, {}), lambda p: False, errors)
+        for problem in errors:
+            self.ctx.error(("judge_defaults", *problem.path), problem.message)
+        return JudgeSettings(**_judge_settings(value, self.ctx))
 
     def _defaults(self) -> dict[str, Any]:
         """The ``defaults`` map without unknown keys (reported)."""
@@ -99,6 +119,11 @@ class _Top:
             return ()
         if not raw:
             self.ctx.error(("cases",), "cases is empty; a suite needs at least one case")
+        total = sum(count for count in map(_planned, raw) if count <= MAX_CASES)  # a larger one errs on its own
+        if total > MAX_SUITE_CASES:
+            self.ctx.error(("cases",), f"the cases would make {total:,} cases after parametrize, above the limit of "
+                                       f"{MAX_SUITE_CASES:,} per suite file; split them into several suite files")
+            return ()
         built = [case for index, item in enumerate(raw) for case in self._expand(item, index)]
         seen: dict[str, Case] = {}
         for case in built:
@@ -148,6 +173,14 @@ class _Top:
         return _CaseBuilder(ctx, rendered, name, self.folder, self.golden_root).build(self.tags, misspelt)
 
 
+def _planned(item: Any) -> int:
+    """How many cases a written case makes, from its ``parametrize`` alone (a malformed one counts 1: it errs later)."""
+    spec = item.get("parametrize") if isinstance(item, dict) else None
+    if isinstance(spec, dict) and spec and all(isinstance(values, list) for values in spec.values()):
+        return math.prod(map(len, spec.values()))
+    return len(spec) if isinstance(spec, list) and spec else 1
+
+
 def _default_name(path: Path) -> str:
     """The file name without ``.suite.yaml`` / ``.suite.yml`` (or ``.yaml``/``.yml``)."""
     name = path.name
@@ -174,7 +207,7 @@ class _CaseBuilder:
                           "messages, command or python), or set one in defaults")
         if not misspelt and not any(key in case for key in ASSERTING):
             ctx.error((), f"case '{self.name}' asserts nothing: add steps, golden, never, before, calls, budget, "
-                          "nodes or answer")
+                          "nodes, answer or judge")
         tags = suite_tags + (ctx.names(case["tags"], ("tags",), "tags") if "tags" in case else ())
         return Case(
             name=self.name,
@@ -210,7 +243,36 @@ class _CaseBuilder:
             nodes=self._nodes(),
             answer=ctx.compiled(case["answer"], ("answer",)) if "answer" in case else UNSET,
             threshold=threshold,
+            judge=self._judge(),
         )
+
+    def _judge(self) -> JudgeSpec | None:
+        """``judge:``: a rubric, and optionally reference, threshold and model."""
+        if "judge" not in self.case:
+            return None
+        ctx, value = self.ctx, self.case["judge"]
+        if not ctx.check(value, dict, ("judge",), "judge must be a map with `rubric` (and optionally reference, "
+                                                  "threshold, model)"):
+            return None
+        value = ctx.keys(value, JUDGE_KEYS, ("judge",), "in judge")
+        rubric = value.get("rubric")
+        if "rubric" not in value:
+            ctx.error(("judge",), "judge needs a `rubric`: what the judge model scores the run against")
+        elif ctx.check(rubric, str, ("judge", "rubric"), "rubric must be text") and not rubric.strip():
+            ctx.error(("judge", "rubric"), "rubric is empty; say what a good run does")
+        reference = value.get("reference", False)
+        if not ctx.check(reference, bool, ("judge", "reference"), "reference must be true or false"):
+            reference = False
+        elif reference and "steps" not in self.case and "golden" not in self.case:
+            ctx.error(("judge", "reference"), "reference: true shows the judge the expected steps, but this case "
+                                              "has no steps or golden file; add steps or remove reference", key=True)
+        threshold = _share_of(value, "threshold", ("judge", "threshold"), ctx)
+        model = value.get("model")
+        if "model" in value and not ctx.check(model, str, ("judge", "model"), "model must be a model name"):
+            model = None
+        alone = not any(key in self.case for key in ASSERTING if key != "judge")
+        return JudgeSpec(rubric if isinstance(rubric, str) else "", reference, 0.5 if threshold is None else threshold,
+                         model, alone)
 
     def _check_groups(self, mode: str) -> None:
         """``parallel`` groups speak of turns, which only the ordered modes check."""
@@ -289,6 +351,37 @@ class _CaseBuilder:
             self.ctx.error(("repeat",), "repeat runs a live source several times, but this case reads a recorded "
                                         "run; use a command or python source, or remove repeat", key=True)
         return count
+
+
+def _share_of(value: dict[str, Any], key: str, path: KeyPath, ctx: Ctx) -> float | None:
+    """A number from 0 to 1 under ``key`` of a map, or None (absent or reported)."""
+    if key not in value or not ctx.check(value[key], (int, float), path, f"{key} must be a number from 0 to 1"):
+        return None
+    if not 0 <= value[key] <= 1:
+        ctx.error(path, f"{key} must be from 0 to 1, found {value[key]}")
+        return None
+    return float(value[key])
+
+
+def _judge_settings(value: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+    """The checked fields of ``judge_defaults``."""
+    out: dict[str, Any] = {}
+    for key in ("model", "base_url", "api_key"):
+        if key in value and ctx.check(value[key], str, ("judge_defaults", key), f"{key} must be text"):
+            out[key] = value[key]
+    if "timeout" in value and ctx.check(value["timeout"], (int, float), ("judge_defaults", "timeout"),
+                                        "timeout must be seconds"):
+        if value["timeout"] > 0:
+            out["timeout"] = float(value["timeout"])
+        else:
+            ctx.error(("judge_defaults", "timeout"), f"timeout must be above 0 seconds, found {value['timeout']}")
+    retries = ctx.count(value["retries"], ("judge_defaults", "retries"), "retries") if "retries" in value else None
+    if retries is not None:
+        out["retries"] = retries
+    if "temperature" in value and ctx.check(value["temperature"], (int, float), ("judge_defaults", "temperature"),
+                                            "temperature must be a number"):
+        out["temperature"] = float(value["temperature"])
+    return out
 
 
 def parse_source(value: Any, path: KeyPath, ctx: Ctx, folder: Path) -> Source | None:

@@ -63,8 +63,26 @@ class Case:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgeSettings:
+    """``judge_defaults``: how to reach the judge model; a field left ``None`` falls back to the environment.
+
+    ``api_key`` is kept out of ``repr`` so it never lands in a log or a report.
+    """
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 60.0
+    retries: int = 3
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Suite:
-    """One suite file: its name (``suite:`` or the file name), tags and cases in file order."""
+    """One suite file: its name (``suite:`` or the file name), tags and cases in file order.
+
+    ``judge_defaults`` says how its ``judge:`` checks reach a model.
+    """
 
     name: str
     path: Path
@@ -72,5 +90,6 @@ class Suite:
     tags: tuple[str, ...] = ()
     cases: tuple[Case, ...] = ()
     loc: Location = field(default_factory=lambda: Location(""))
+    judge_defaults: JudgeSettings = field(default_factory=JudgeSettings)
 
 

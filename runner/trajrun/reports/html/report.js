@@ -221,6 +221,7 @@
       ...(c.notes || []).map((n) => h("li", {class: "note"}, `note: ${n}`)),
     ];
     if (items.length) body.append(h("ul", {class: "checks"}, items));
+    if (c.judge) body.append(judgeEl(c.judge));
     const table = c.trajectory || c.steps ? timeline(c) : null;
     if (table) body.append(table);
     body.append(facts(c));
@@ -230,6 +231,17 @@
         h("summary", null, "Details as trajrun run prints them"), h("pre", null, c.details)));
     }
     return body;
+  }
+
+  /** The LLM judge's verdict: score against threshold, model, and its reasoning (or why there is none). */
+  function judgeEl(j) {
+    if (j.skipped != null) return h("div", {class: "judge j-skipped"}, h("b", null, "judge"), ` skipped (${j.skipped})`);
+    if (j.score == null) return h("div", {class: "judge j-error"}, h("b", null, "judge"), ` error: ${j.error || "no score"}`);
+    const head = `${Number(j.score).toFixed(2)} ${j.passed ? "≥" : "<"} ${Number(j.threshold).toFixed(2)}`;
+    const who = [j.model, j.cached ? "cached" : null].filter(Boolean).join(", ");
+    return h("div", {class: `judge ${j.passed ? "j-pass" : "j-fail"}`},
+      h("b", null, "judge"), " score ", h("span", {class: "j-score"}, head), who ? ` (${who})` : "",
+      j.reasoning ? h("p", {class: "j-reasoning"}, j.reasoning) : null);
   }
 
   function facts(c) {
@@ -242,6 +254,7 @@
     }
     items.push(["duration", duration(c.duration)]);
     if (c.score != null) items.push(["score", Number(c.score).toFixed(2)]);
+    if (c.judge?.score != null) items.push(["judge", Number(c.judge.score).toFixed(2)]);
     if (c.steps?.mode) items.push(["mode", c.steps.mode]);
     return h("div", {class: "facts"}, items.map(([k, v]) => h("span", null, `${k} `, h("b", null, fmt(v)))));
   }
