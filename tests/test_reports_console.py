@@ -112,22 +112,27 @@ def test_rule_centres_the_title_like_pytest() -> None:
     assert rule("", "=", 5) == "====="
 
 
+def done(line: str, percent: int) -> str:
+    """``line`` ending, as pytest's lines do, with the share of cases done right-aligned to 80 columns."""
+    return line + " " * (80 - len(line) - 6) + f"[{percent:3d}%]"
+
+
 def test_dots_mode_prints_one_letter_per_case_per_suite_file() -> None:
-    """Verbosity 0: pytest letters per suite file, then the sections and the summary."""
-    expected = f"{BAD} E\n{B} EX\n{W} .Fsx\n\n{SECTIONS}\n"
+    """Verbosity 0: pytest letters per suite file, each line ending with the share done, then sections and summary."""
+    expected = f"{done(f'{BAD} E', 0)}\n{done(f'{B} EX', 33)}\n{done(f'{W} .Fsx', 100)}\n\n{SECTIONS}\n"
     assert output(sample_run()) == expected
 
 
 def test_verbose_mode_prints_one_line_per_case() -> None:
-    """Verbosity 1: ``id WORD``, with the reason after SKIPPED and XFAIL."""
+    """Verbosity 1: ``id WORD``, with the reason after SKIPPED and XFAIL, and the share done."""
     expected = "\n".join([
         f"{BAD} ERROR (suite could not be loaded)",
-        f"{B}::refund ERROR",
-        f"{B}::vip XPASS",
-        f"{W}::paris PASSED",
-        f"{W}::rome FAILED",
-        f"{W}::tokyo SKIPPED (flaky upstream)",
-        f"{W}::oslo XFAIL (known bug #12)",
+        done(f"{B}::refund ERROR", 16),
+        done(f"{B}::vip XPASS", 33),
+        done(f"{W}::paris PASSED", 50),
+        done(f"{W}::rome FAILED", 66),
+        done(f"{W}::tokyo SKIPPED (flaky upstream)", 83),
+        done(f"{W}::oslo XFAIL (known bug #12)", 100),
     ])
     assert output(sample_run(), verbosity=1) == f"{expected}\n\n{SECTIONS}\n"
 
@@ -143,7 +148,7 @@ def test_quiet_mode_prints_no_case_lines_and_ends_with_the_summary() -> None:
 def test_all_passed_run_prints_only_letters_separator_and_summary() -> None:
     """A green run has no sections: letters, a blank line, a separator, the summary."""
     run = RunResult((SuiteResult("weather", W, cases=(case(W, "a", "passed"), case(W, "b", "passed"))),), duration=0.5)
-    assert output(run) == f"{W} ..\n\n{'=' * 80}\n2 passed in 0.50s\n"
+    assert output(run) == f"{done(f'{W} ..', 100)}\n\n{'=' * 80}\n2 passed in 0.50s\n"
 
 
 @pytest.mark.parametrize("verbosity", [-1, 0, 1, 2])
@@ -205,9 +210,10 @@ def test_progress_percentage_redraws_in_place_on_a_terminal(monkeypatch: pytest.
 
 
 def test_no_progress_for_a_small_run_or_a_pipe() -> None:
-    """Fewer than 50 cases on a terminal, or any size to a pipe, prints plain letters."""
-    assert "%]" not in output(many_cases(10), stream=FakeTTY())
-    assert output(many_cases(60)).startswith(f"{W} {'.' * 60}\n")
+    """Fewer than 50 cases on a terminal, or any size to a pipe, prints letters once, the share done at the line's end."""
+    assert output(many_cases(10), stream=FakeTTY()).startswith(done(f"{W} {'.' * 10}", 100) + "\n")
+    assert "\r" not in output(many_cases(60))
+    assert output(many_cases(60)).startswith(f"{W} {'.' * 60} [100%]\n")
 
 
 def test_control_characters_in_messages_are_escaped() -> None:
@@ -222,4 +228,4 @@ def test_letters_line_names_the_suite_by_its_id_path() -> None:
     """The letters line shows the root-relative path from the case id, not an absolute file."""
     absolute = CaseResult(case_id=f"{W}::a", suite="w", name="a", file=f"/home/ci/repo/{W}", line=3, outcome="passed")
     run = RunResult((SuiteResult("w", f"/home/ci/repo/{W}", cases=(absolute,)),))
-    assert output(run).startswith(f"{W} .\n")
+    assert output(run).startswith(done(f"{W} .", 100) + "\n")

@@ -162,8 +162,9 @@ class ConsoleReporter:
     """Prints a run as it goes: letters per suite file, or a line per case with ``-v``, then the summary.
 
     ``verbosity`` -1 prints nothing per case, 0 pytest's letters (``suites/a.suite.yaml ..F.``),
-    1 or more one line per case. On a terminal, with 50 cases or more at verbosity 0, each line
-    ends in a ``[ 42%]`` that is redrawn in place.
+    1 or more one line per case. Like pytest, each file's line of letters (and each ``-v`` line)
+    ends with the share of cases done, ``[ 42%]``; on a terminal, with 50 cases or more, the
+    letters line redraws it after every case, so a long run never looks stuck.
     """
 
     def __init__(self, stream: TextIO, verbosity: int = 0, color: bool | None = None) -> None:
@@ -194,12 +195,13 @@ class ConsoleReporter:
 
     def case_done(self, result: CaseResult) -> None:
         """Show one finished case: its letter, or its line with ``-v``."""
-        self.done += 1
         if self.verbosity >= 1:
-            self._write_line(self._case_line(result))
+            self.done += 1
+            line, length = self._case_line(result)
+            self._write_line(line + self._percentage(length))
         elif self.verbosity == 0:
             file = result.case_id.partition("::")[0] if "::" in result.case_id else result.file
-            self._letter(file, paint(LETTERS[result.outcome], COLORS[result.outcome], self.color))
+            self._letter(file, paint(LETTERS[result.outcome], COLORS[result.outcome], self.color), case=True)
 
     def finish(self, run: RunResult) -> None:
         """End the progress line, then print the sections and the summary line last."""
@@ -210,12 +212,14 @@ class ConsoleReporter:
         self.stream.write("\n".join(lines) + "\n")
         self._flush()
 
-    def _case_line(self, result: CaseResult) -> str:
-        """``suites/a.suite.yaml::paris PASSED``, with the reason after a skip or xfail."""
+    def _case_line(self, result: CaseResult) -> tuple[str, int]:
+        """``suites/a.suite.yaml::paris PASSED``, with the reason after a skip or xfail, and its visible length."""
+        plain = f"{terminal_safe(result.case_id)} {WORDS[result.outcome]}"
         line = f"{terminal_safe(result.case_id)} {paint(WORDS[result.outcome], COLORS[result.outcome], self.color)}"
         if result.outcome in ("skipped", "xfailed") and result.message:
-            line += f" ({terminal_safe(result.message)})"
-        return line
+            reason = f" ({terminal_safe(result.message)})"
+            plain, line = plain + reason, line + reason
+        return line, len(plain)
 
     def _write_line(self, text: str) -> None:
         """Write a whole line, after ending any open letters line."""
@@ -223,8 +227,9 @@ class ConsoleReporter:
         self.stream.write(text + "\n")
         self._flush()
 
-    def _letter(self, file: str, letter: str) -> None:
-        """Add one letter to the current suite file's line, starting a new line for a new file."""
+    def _letter(self, file: str, letter: str, case: bool = False) -> None:
+        """Add one letter to the current suite file's line, starting a new line for a new file; ``case``
+        counts it as a finished case (after the previous file's line got its share done)."""
         if file != self._line_file:
             self._end_line()
             self._line_file = file
@@ -232,9 +237,10 @@ class ConsoleReporter:
         elif self.progress and self._line_length >= self.width - 8:
             self._end_line()
             self._line_file = file
+        self.done += case
         self._add(letter, 1)
         if self.progress:
-            self.stream.write("\r" + self._line_text + self._percentage())
+            self.stream.write("\r" + self._line_text + self._percentage(self._line_length))
         self._flush()
 
     def _add(self, text: str, length: int) -> None:
@@ -244,16 +250,16 @@ class ConsoleReporter:
         if not self.progress:
             self.stream.write(text)
 
-    def _percentage(self) -> str:
-        """`` [ 42%]`` right-aligned to the terminal width."""
+    def _percentage(self, length: int) -> str:
+        """`` [ 42%]`` right-aligned to the terminal width after ``length`` visible characters."""
         percent = min(self.done * 100 // self.total, 100) if self.total else 100
         tag = f"[{percent:3d}%]"
-        return " " * max(self.width - self._line_length - len(tag), 1) + tag
+        return " " * max(self.width - length - len(tag), 1) + tag
 
     def _end_line(self) -> None:
-        """Close the open letters line, if any."""
+        """Close the open letters line, if any, with its percentage (already drawn when redrawing in place)."""
         if self._line_file is not None:
-            self.stream.write("\n")
+            self.stream.write(("" if self.progress else self._percentage(self._line_length)) + "\n")
         self._line_file = None
         self._line_text = ""
         self._line_length = 0
