@@ -469,3 +469,18 @@ def test_python_m_trajrun_goes_through_the_last_resort_handler(tmp_path: Path) -
     assert proc.returncode == 3
     assert proc.stderr == ("trajrun: internal error: RuntimeError: boom; rerun with TRAJRUN_TRACEBACK=1 for the "
                            "traceback, and please report it\n")
+
+
+def test_validate_reports_a_reader_bug_per_source_and_goes_on(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that crashes is that source's problem in ``validate``'s list; the other files are still checked."""
+    import trajrun.run.validate as validate_module
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("reader bug")
+
+    monkeypatch.setattr(validate_module, "load_trajectory", crash)
+    proc = trajrun("validate", "suites", cwd=project)
+    assert proc.returncode == 2
+    assert proc.stdout.count("source internal error reading suites/weather.json: RuntimeError: reader bug "
+                             "(please report it)") == 2  # each case naming the source
+    assert last_line(proc.stdout) == "1 suite file checked, 2 problems"

@@ -27,6 +27,9 @@ def validate_paths(paths: Sequence[str | Path], variables: Mapping[str, Any],
         except SuiteErrors as exc:
             problems.extend(str(e) for e in exc.errors)
             continue
+        except Exception as exc:  # noqa: BLE001 - a bug must not hide the other files' problems
+            problems.append(f"{path}: internal error: {type(exc).__name__}: {exc} (please report it)")
+            continue
         problems.extend(str(e) for e in validate_suite(suite))
         problems.extend(_source_problems(suite, read))
     return problems, len(files)
@@ -53,4 +56,6 @@ def _problem(source: Source) -> str | None:
         load_trajectory(source.file, format=source.format, select=source.select, record=source.record)  # type: ignore[arg-type]
     except SourceError as exc:
         return str(exc)
+    except Exception as exc:  # noqa: BLE001 - a reader's bug is this source's problem, not the end of validate
+        return f"internal error reading {source.file}: {type(exc).__name__}: {exc} (please report it)"
     return None
