@@ -484,3 +484,18 @@ def test_validate_reports_a_reader_bug_per_source_and_goes_on(project: Path, mon
     assert proc.stdout.count("source internal error reading suites/weather.json: RuntimeError: reader bug "
                              "(please report it)") == 2  # each case naming the source
     assert last_line(proc.stdout) == "1 suite file checked, 2 problems"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["missing.json"], "relative paths resolve against the current folder"),
+    (["run.json", "--record", "2"], "--record needs a .jsonl file, found a .json file; use --select '$[1]'"),
+    (["run.json", "--select", "$.nothing"], "check the path, run without --select to see the whole document"),
+    (["odd.json"], "name the format with --format, or point --select at the message list (add -v to see why"),
+])  # fmt: skip
+def test_show_speaks_in_its_own_flags(tmp_path: Path, args: list[str], said: str) -> None:
+    """``trajrun show`` errors name its flags and the current folder, not a suite's keys and folder."""
+    (tmp_path / "run.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    (tmp_path / "odd.json").write_text('{"foo": 1}')
+    proc = trajrun("show", *args, cwd=tmp_path)
+    assert proc.returncode == 2 and said in proc.stderr
+    assert "suite" not in proc.stderr and "select:" not in proc.stderr

@@ -180,7 +180,7 @@ def test_record_on_a_blank_line(tmp_path: Path) -> None:
 def test_record_needs_jsonl() -> None:
     """``record`` on a .json file points at select instead."""
     assert _message(RETRY, record=3) == (
-        f"{RETRY}: 'record' needs a .jsonl file, found a .json file; use select: '$[2]' to pick an item of a list"
+        f"{RETRY}: 'record:' needs a .jsonl file, found a .json file; use select: '$[2]' to pick an item of a list"
     )
 
 

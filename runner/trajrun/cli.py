@@ -77,9 +77,10 @@ def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def _load(source: str, fmt: str, select: str | None, record: int | None, verbose: bool) -> Any:
     """The trajectory of a source file, or exit 2 with the reason (with ``verbose``, each format's too)."""
     from .sources import load_trajectory  # deferred: start-up time
+    from .sources.documents import SHOW  # deferred: start-up time
 
     try:
-        return load_trajectory(source, format=fmt, select=select, record=record)
+        return load_trajectory(source, format=fmt, select=select, record=record, spelling=SHOW)
     except TrajrunError as exc:
         reasons = getattr(exc, "reasons", ()) if verbose else ()
         _fail(str(exc), ("why each format does not fit:", *(f"  {reason}" for reason in reasons)) if reasons else ())

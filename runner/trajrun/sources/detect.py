@@ -18,7 +18,7 @@ from ..errors import SourceError
 from ..trajectory import Trajectory
 from . import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai, openai_responses, otel
 from .builder import NotThisFormat, describe
-from .documents import document_kind, load_document
+from .documents import SUITE, Spelling, document_kind, load_document
 from .formats import FORMATS
 
 Reader = Callable[..., Trajectory]
@@ -27,9 +27,15 @@ _READERS: dict[str, Reader] = dict(zip(FORMATS, (
     openai_responses.read, langchain.read, openai.read,
 )))  # fmt: skip
 _MESSAGE_FORMATS = frozenset(FORMATS[FORMATS.index("anthropic") :])
-_FIX = "name the format with 'format:', or point 'select:' at the message list"
-_JSONL_FIX = "a .jsonl file is read as the list of its lines; pick one run with record: N, " + _FIX
 _SAVED_HINT = "save the document to a file and run `trajrun show FILE -v` to see why each format does not fit"
+
+
+def _fix(spelling: Spelling, whole_jsonl: bool = False) -> str:
+    """What to do when no format fits, in the user's spelling (suite keys or ``show`` flags)."""
+    fix = f"name the format with {spelling.name('format')}, or point {spelling.name('select')} at the message list"
+    if whole_jsonl:
+        return f"a .jsonl file is read as the list of its lines; pick one run with {spelling.given('record', 'N')}, {fix}"
+    return fix
 
 
 def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>") -> Trajectory:
@@ -39,16 +45,19 @@ def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>")
         SourceError: the format is unknown, the document does not fit it, or (``auto``) no format fits;
             the message names ``origin``, and when detecting ``reasons`` says why each format does not fit.
     """
-    return _read(doc, format, origin, _FIX, _SAVED_HINT)
+    return _read(doc, format, origin, _fix(SUITE), _SAVED_HINT, SUITE)
 
 
 def load_trajectory(
-    path: str | Path, *, format: str = "auto", select: str | None = None, record: int | None = None
+    path: str | Path, *, format: str = "auto", select: str | None = None, record: int | None = None,
+    spelling: Spelling = SUITE,
 ) -> Trajectory:
-    """Load a source file (see :func:`load_document`) and read it as ``format``."""
-    doc = load_document(path, select=select, record=record)
+    """Load a source file (see :func:`load_document`) and read it as ``format``; errors spell the options as
+    a suite (``SUITE``) or ``trajrun show`` (``SHOW``) names them."""
+    doc = load_document(path, select=select, record=record, spelling=spelling)
     whole_jsonl = record is None and select is None and document_kind(Path(path))[0] == "jsonl"
-    return _read(doc, format, str(path), _JSONL_FIX if whole_jsonl else _FIX, _show_hint(path, select, record))
+    hint = "add -v to see why each format does not fit" if spelling.flags else _show_hint(path, select, record)
+    return _read(doc, format, str(path), _fix(spelling, whole_jsonl), hint, spelling)
 
 
 def _show_hint(path: str | Path, select: str | None, record: int | None) -> str:
@@ -58,7 +67,7 @@ def _show_hint(path: str | Path, select: str | None, record: int | None) -> str:
     return f"run `{shlex.join(command)}` to see why each format does not fit"
 
 
-def _read(doc: Any, format: str, origin: str, fix: str, hint: str) -> Trajectory:
+def _read(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: Spelling) -> Trajectory:
     """Read as ``format``; ``fix`` and ``hint`` end the message when no format fits."""
     if format == "auto":
         return _detect(doc, origin, fix, hint)
@@ -73,7 +82,7 @@ def _read(doc: Any, format: str, origin: str, fix: str, hint: str) -> Trajectory
         raise SourceError(exc.reason, origin) from None
     except NotThisFormat as exc:
         raise SourceError(f"expected {_article(format)} {format} document, found {describe(doc)}: {exc.reason}; "
-                          "check the format, or use format: auto", origin) from None  # fmt: skip
+                          f"check the format, or use {spelling.given('format', 'auto')}", origin) from None  # fmt: skip
 
 
 def _article(word: str) -> str:

@@ -31,6 +31,7 @@ import operator
 import re
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -55,20 +56,47 @@ class _TooLarge(Exception):
         self.line = line
 
 
-def load_document(path: str | Path, *, select: str | None = None, record: int | None = None) -> Any:
-    """Read a source file (``record`` picks one JSONL line first), then apply ``select``."""
+@dataclass(frozen=True, slots=True)
+class Spelling:
+    """How a source's options are written where its errors are read: a suite's keys, or ``trajrun show``'s flags."""
+
+    flags: bool
+
+    def name(self, option: str) -> str:
+        """``'select:'`` in a suite, ``--select`` on the command line."""
+        return f"--{option}" if self.flags else f"'{option}:'"
+
+    def given(self, option: str, value: str) -> str:
+        """``select: '$[0]'`` in a suite, ``--select '$[0]'`` on the command line."""
+        return f"--{option} {value}" if self.flags else f"{option}: {value}"
+
+    @property
+    def folder(self) -> str:
+        """What a relative path is read against."""
+        return "the current folder" if self.flags else "the suite's folder"
+
+
+SUITE = Spelling(flags=False)
+SHOW = Spelling(flags=True)
+
+
+def load_document(path: str | Path, *, select: str | None = None, record: int | None = None,
+                  spelling: Spelling = SUITE) -> Any:
+    """Read a source file (``record`` picks one JSONL line first), then apply ``select``; errors spell the
+    options as the user wrote them (``spelling``)."""
     path = Path(path)
     origin = str(path)
     kind, zipped = document_kind(path)
     if record is not None and kind != "jsonl":
-        raise SourceError(f"'record' needs a .jsonl file, found a .{kind} file; use select: '$[{record - 1}]' "
-                          "to pick an item of a list", origin)  # fmt: skip
+        item = spelling.given("select", f"'$[{record - 1}]'")
+        raise SourceError(f"{spelling.name('record')} needs a .jsonl file, found a .{kind} file; use {item} to pick an "
+                          "item of a list", origin)  # fmt: skip
     if path.is_dir():
         raise SourceError("a folder, not a file; expected a .json, .jsonl or .yaml file — point the source at a file "
                           "inside it", origin)  # fmt: skip
     if not path.is_file():
         raise SourceError("file not found; expected a .json, .jsonl or .yaml file — check the path "
-                          "(relative paths resolve against the suite's folder)", origin)  # fmt: skip
+                          f"(relative paths resolve against {spelling.folder})", origin)  # fmt: skip
     limit = max_source_bytes()
     try:
         with _open(path, zipped, None if record is not None else limit) as stream:
@@ -78,7 +106,7 @@ def load_document(path: str | Path, *, select: str | None = None, record: int | 
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise SourceError(f"cannot read the file: {exc}; expected {'gzip-compressed ' if zipped else ''}"
                           "UTF-8 text", origin) from None  # fmt: skip
-    return doc if select is None else apply_select(doc, select, origin)
+    return doc if select is None else apply_select(doc, select, origin, spelling)
 
 
 def _too_large(exc: _TooLarge, zipped: bool) -> str:
@@ -246,8 +274,10 @@ def parse_yaml(text: str, origin: str) -> Any:
         raise SourceError(f"YAML at {where}: {exc.message}", origin) from None
 
 
-def apply_select(doc: Any, select: str, origin: str) -> Any:
+def apply_select(doc: Any, select: str, origin: str, spelling: Spelling = SUITE) -> Any:
     """Apply a JSONPath: one match is that node, several the list of them, none an error."""
+    fix = ("run without --select to see the whole document" if spelling.flags
+           else "for example with `trajrun show SOURCE --select PATH`")
     path = _compile(select, origin)
     try:
         matches = [match.value for match in path.find(doc)]
@@ -255,10 +285,9 @@ def apply_select(doc: Any, select: str, origin: str) -> Any:
         raise SourceError(f"select {select!r} stopped: {exc}", origin) from None
     except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises whatever the data provokes (mixed types, 1/0, depth)
         raise SourceError(f"select {select!r} cannot be applied to {describe(doc)}: {type(exc).__name__}: {exc}; "
-                          "check the path, for example with `trajrun show SOURCE --select PATH`", origin) from None
+                          f"check the path, {fix}", origin) from None
     if not matches:
-        raise SourceError(f"select {select!r} matched nothing in {describe(doc)}; check the path, for example "
-                          "with `trajrun show SOURCE --select PATH`", origin)  # fmt: skip
+        raise SourceError(f"select {select!r} matched nothing in {describe(doc)}; check the path, {fix}", origin)
     return matches[0] if len(matches) == 1 else matches
 
 
