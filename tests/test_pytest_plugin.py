@@ -104,10 +104,12 @@ def test_reports_start_with_file_and_line_and_summaries_read_like_the_cli(
     assert "CaseErrorException" not in result.stdout.str() and "CaseFailure" not in result.stdout.str()
 
 
-def test_reports_and_summaries_survive_xdist(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under ``-n 2`` the reports travel from the workers with their ``file:line`` and one-line message intact."""
+def test_xdist_runs_suites_and_carries_their_reports(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-n 2`` spreads the cases over two workers with the same outcomes; the reports travel from the workers
+    with their ``file:line`` and one-line message intact."""
     monkeypatch.setenv("COLUMNS", "400")
-    result = project.runpytest_subprocess("-n", "2", "-k", "wrong_city or no_source", "-rA")
+    result = project.runpytest_subprocess("-n", "2", "-rA")
+    result.assert_outcomes(passed=1, failed=2, errors=1, skipped=1, xfailed=1)
     result.stdout.fnmatch_lines(["weather.suite.yaml:9", "1 check failed: steps (2 args differ)"], consecutive=True)
     result.stdout.fnmatch_lines([
         "ERROR weather.suite.yaml::no_source - source: *missing.json: file not found; *",
@@ -269,12 +271,6 @@ def test_junitxml_lists_cases_as_testcases(project: pytest.Pytester) -> None:
     assert cases["later"].find("skipped") is not None
 
 
-def test_xdist_runs_suites(project: pytest.Pytester) -> None:
-    """``-n 2`` spreads the cases over two workers with the same outcomes."""
-    result = project.runpytest_subprocess("-n", "2")
-    result.assert_outcomes(passed=1, failed=2, errors=1, skipped=1, xfailed=1)
-
-
 GOLDEN = """\
 suite: recorded
 cases:
@@ -314,9 +310,8 @@ def test_users_own_runner():
 def test_project_with_its_own_runner_module(pytester: pytest.Pytester) -> None:
     """A project with its own ``runner.py`` runs its tests with the plugin loaded (it once shadowed trajrun's package)."""
     pytester.makepyfile(runner="NAME = \"the user's runner\"\n", test_user=USER_TEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trajrun-var", "x=1")  # trajrun's own option
     result.assert_outcomes(passed=1)
-    assert "trajrun suites" in pytester.runpytest_subprocess("--help").stdout.str()
 
 
 def test_project_with_its_own_runner_package(pytester: pytest.Pytester) -> None:
