@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 import xmlschema
-from click.testing import CliRunner
 from junitparser import JUnitXml
+
+from cli_helpers import invoke_in
 
 from trajrun.cli import main
 
@@ -45,12 +46,7 @@ def trajrun_process(*args: str, cwd: Path, env: dict[str, str] | None = None) ->
 
 def trajrun(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Invoke ``trajrun ARGS`` in process from ``cwd`` with colours off; the result reads like a finished process."""
-    previous = Path.cwd()
-    os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(main, list(args), env={"NO_COLOR": "1", **(env or {})}, catch_exceptions=False)
-    finally:
-        os.chdir(previous)
+    result = invoke_in(cwd, *args, env=env)
     return subprocess.CompletedProcess(["trajrun", *args], result.exit_code, result.stdout, result.stderr)
 
 

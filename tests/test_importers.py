@@ -7,14 +7,12 @@ shared/samples/google_adk/, recorded with google-adk 2.13).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import trajrun
-from click.testing import CliRunner
-from trajrun.cli import main
+from cli_helpers import invoke_in
 from trajrun.match.expectation import Step
 
 ADK = Path(__file__).parent / "data" / "samples" / "google_adk"
@@ -22,14 +20,7 @@ EVALSET = ADK / "generated.evalset.json"
 EVENTS = ADK / "events_snake_case.json"
 
 
-def trajrun_cli(folder: Path, *args: str) -> Any:
-    """``trajrun ARGS`` in process from ``folder``: exit code, stdout and stderr apart."""
-    previous = Path.cwd()
-    os.chdir(folder)
-    try:
-        return CliRunner().invoke(main, list(args), env={"NO_COLOR": "1"}, catch_exceptions=False)
-    finally:
-        os.chdir(previous)
+trajrun_cli = invoke_in
 
 
 def steps(suite: trajrun.Suite, case: int = 0) -> list[tuple[str, Any]]:

@@ -7,7 +7,6 @@ how the cache is proven. Timeouts and backoff are kept short so the module takes
 from __future__ import annotations
 
 import json
-import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -17,9 +16,8 @@ from typing import Any
 import pytest
 import trajrun
 import xmlschema
-from click.testing import CliRunner
 from judge_server import ChatServer, Reply, answer
-from trajrun.cli import main
+from cli_helpers import invoke_in
 from trajrun.match.expectation import JudgeSpec
 from trajrun.reports import html
 from trajrun.run.judge import Judge, JudgeOptions, build_messages, parse_answer
@@ -69,14 +67,7 @@ def run(path: Path, judge: JudgeOptions = FAST, **options: Any) -> trajrun.RunRe
     return trajrun.run_paths([str(path)], RunOptions(root=path.parent, judge=judge, **options))
 
 
-def cli(folder: Path, *args: str) -> Any:
-    """``trajrun ARGS`` in process from ``folder``, colours off."""
-    previous = Path.cwd()
-    os.chdir(folder)
-    try:
-        return CliRunner().invoke(main, list(args), env={"NO_COLOR": "1"}, catch_exceptions=False)
-    finally:
-        os.chdir(previous)
+cli = invoke_in
 
 
 ONE_PASS_ONE_FAIL = f"""\

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from ..errors import CheckError
 from ..sources.documents import parse_jsonpath
 from .expectation import ANY_ARGS, Expectation, FieldRule, Step
+from .matchers import Approx
 from .values import MISSING, Diff, Matcher, Path, compare_value, is_number, render_value
 
 _SIMPLE_PATH = re.compile(r"^\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])+$")
@@ -100,18 +101,10 @@ def _apply_fields(expected: Any, actual: Any, rule: ArgRule, out: list[Diff] | N
     return ok, frozenset(skip)
 
 
-class Within(Matcher):
+class Within(Approx):
     """A number under a ``{approx: tol}`` field rule, so a diff shows the tolerance: ``3.14 ± 0.01``."""
 
-    __slots__ = ("value", "tol")
-
-    def __init__(self, value: float, tol: float) -> None:
-        self.value = value
-        self.tol = tol
-
-    def test(self, actual: Any) -> bool:
-        """A number within ``tol`` of the value."""
-        return is_number(actual) and abs(actual - self.value) <= self.tol
+    __slots__ = ()
 
     def describe(self) -> str:
         """``3.14 ± 0.01``."""
