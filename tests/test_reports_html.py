@@ -345,3 +345,24 @@ def test_a_judged_case_shows_the_judges_score_and_reasoning(open_page: Opener) -
     assert "judge 0.42" in judged.locator(".facts").inner_text()
     page.locator("#cases > .case", has_text="not judged").locator(".head").click()
     assert page.locator(".judge.j-skipped").inner_text() == "judge skipped (--no-judge)"
+
+
+def test_a_bulk_case_shows_its_record_counts_and_failing_records(open_page: Opener) -> None:
+    """A bulk case: records per outcome, failures by check, the first failing records; they are searchable."""
+    from trajrun.run.bulk_results import BulkSummary, RecordLine
+
+    worst = (RecordLine("run-00037", "failed", ("never",), "1 check failed: never (refund_all)", 1.0),
+             RecordLine("logs/a.jsonl:9", "error", (), "source: invalid JSON at column 3", None))
+    summary = BulkSummary("record", 2, 1_000, 997, 2, 1, (("never (refund_all)", 2),), worst)
+    case = CaseResult("p.suite.yaml::policies", "p", "policies", "p.suite.yaml", 3, "failed", message=summary.message(),
+                      bulk=summary)
+    data = json_report.render(RunResult((SuiteResult("p", "p.suite.yaml", cases=(case,)),)))
+    page = open_page(data)
+    bulk = page.locator("#cases > .case .bulk")
+    assert "1,000 records from 2 files · 997 passed · 2 failed · 1 erred · 99.70% passed" in bulk.inner_text()
+    assert bulk.locator(".bulk-checks tbody tr").all_inner_texts() == ["never (refund_all)\t2"]
+    rows = bulk.locator(".bulk-worst tbody tr").all_inner_texts()
+    assert rows[0].split("\t") == ["run-00037", "FAILED", "1 check failed: never (refund_all)"]
+    assert "1,000 records" in page.locator("#cases > .case .cmeta").inner_text()
+    page.fill("#search", "a.jsonl:9")
+    page.wait_for_function("document.querySelectorAll('#cases > .case').length === 1")

@@ -17,7 +17,7 @@ from trajrun.trajectory import ToolCall, Trajectory, Usage
 W = "suites/weather.suite.yaml"
 BAD = "suites/bad.suite.yaml"
 CASE_KEYS = {"id", "name", "file", "line", "outcome", "duration", "message", "details", "score", "judge", "missing",
-             "unexpected", "checks", "errors", "notes", "trajectory", "steps"}
+             "unexpected", "checks", "errors", "notes", "trajectory", "steps", "bulk"}
 
 
 class StepsReport:

@@ -92,18 +92,6 @@ def test_unsupported_suffix(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["checkpoints.sqlite", "checkpoints.db", "state.SQLITE3"])
-def test_database_suffix_says_to_export_the_checkpoint(tmp_path: Path, name: str) -> None:
-    """A LangGraph SQLite checkpointer file is a database: renaming never helps, exporting the checkpoint does."""
-    path = tmp_path / name
-    path.write_bytes(b"SQLite format 3\x00")
-    suffix = path.suffix.lower()
-    assert _message(path) == (
-        f"{path}: {suffix!r} is a database; trajrun reads LangGraph checkpoints from JSON today: export the "
-        "checkpoint (e.g. checkpointer.get(config) dumped as JSON) and point at that file"
-    )
-
-
 def test_folder_named_like_a_file(tmp_path: Path) -> None:
     """A folder named ``x.json`` is said to be a folder, not a missing file."""
     path = tmp_path / "x.json"

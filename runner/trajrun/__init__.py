@@ -41,6 +41,9 @@ _WHERE = {
     "RunResult": "trajrun.run.results",
     "SuiteResult": "trajrun.run.results",
     "CaseResult": "trajrun.run.results",
+    # bulk evaluation: a case over every record
+    "evaluate_bulk": "trajrun.run.bulk",
+    "BulkSummary": "trajrun.run.bulk_results",
     # errors
     "TrajrunError": "trajrun.errors",
     "SuiteErrors": "trajrun.errors",
@@ -70,6 +73,8 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from .match.evaluate import evaluate
     from .match.expectation import Expectation, Step, steps_of
     from .match.verdict import Evaluation
+    from .run.bulk import evaluate_bulk
+    from .run.bulk_results import BulkSummary
     from .run.results import CaseResult, RunResult, SuiteResult
     from .run.runner import RunOptions, run_paths, run_suite
     from .sources import FORMATS, load_trajectory, read_trajectory

@@ -67,6 +67,9 @@ def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``show`` and ``record`` share."""
     func = click.option("-v", "--verbose", is_flag=True,
                         help="When no format fits, say why for each; on an internal error, print the traceback.")(func)
+    func = click.option("--checkpoint", metavar="ID", help="LangGraph database: this checkpoint of the thread "
+                                                           "(default: its latest).")(func)
+    func = click.option("--thread", metavar="ID", help="LangGraph database (.sqlite, .db): the thread to read.")(func)
     func = click.option("--record", type=int, help="JSONL: the record at this 1-based line.")(func)
     func = click.option("--select", help="A JSONPath into the document.")(func)
     func = click.option("--format", "fmt", default="auto", show_default=True, metavar="FORMAT",
@@ -74,13 +77,16 @@ def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.argument("source", type=click.Path(dir_okay=False))(func)
 
 
-def _load(source: str, fmt: str, select: str | None, record: int | None, verbose: bool) -> Any:
-    """The trajectory of a source file, or exit 2 with the reason (with ``verbose``, each format's too)."""
+def _load(source: str, fmt: str, select: str | None, record: int | None, verbose: bool,
+          picks: tuple[str | None, str | None] = (None, None)) -> Any:
+    """The trajectory of a source file, or exit 2 with the reason (with ``verbose``, each format's too);
+    ``picks`` are ``--thread`` and ``--checkpoint``."""
     from .sources import load_trajectory  # deferred: start-up time
     from .sources.documents import SHOW  # deferred: start-up time
 
     try:
-        return load_trajectory(source, format=fmt, select=select, record=record, spelling=SHOW)
+        return load_trajectory(source, format=fmt, select=select, record=record, spelling=SHOW, thread=picks[0],
+                               checkpoint=picks[1])
     except TrajrunError as exc:
         reasons = getattr(exc, "reasons", ()) if verbose else ()
         _fail(str(exc), ("why each format does not fit:", *(f"  {reason}" for reason in reasons)) if reasons else ())
@@ -117,21 +123,23 @@ def main() -> None:
 @main.command()
 @_source_options
 @click.option("-o", "--output", type=click.Choice(["table", "yaml", "json"]), default="table", show_default=True)
-def show(source: str, fmt: str, select: str | None, record: int | None, verbose: bool, output: str) -> None:
+def show(source: str, fmt: str, select: str | None, record: int | None, verbose: bool, output: str,
+         thread: str | None, checkpoint: str | None) -> None:
     """Print the trajectory extracted from SOURCE."""
     from .reports.show import render_json, render_table, render_yaml  # deferred: start-up time
 
-    traj = _load(source, fmt, select, record, verbose)
+    traj = _load(source, fmt, select, record, verbose, (thread, checkpoint))
     click.echo({"table": render_table, "yaml": render_yaml, "json": render_json}[output](traj))
 
 
 @main.command()
 @_source_options
-def record(source: str, fmt: str, select: str | None, record: int | None, verbose: bool) -> None:
+def record(source: str, fmt: str, select: str | None, record: int | None, verbose: bool, thread: str | None,
+           checkpoint: str | None) -> None:
     """Print SOURCE's steps as YAML, ready to paste into a suite or save as a golden file."""
     from .suites.golden import dump_steps  # deferred: start-up time
 
-    click.echo(dump_steps(_load(source, fmt, select, record, verbose)), nl=False)
+    click.echo(dump_steps(_load(source, fmt, select, record, verbose, (thread, checkpoint))), nl=False)
 
 
 @main.command()
@@ -198,6 +206,13 @@ def _parse_vars(items: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--no-judge-cache", is_flag=True, help="Ask the judge model every time; keep no answers.")
 @click.option("--judge-concurrency", type=click.IntRange(min=1), default=4, show_default=True, metavar="N",
               help="Judge requests in flight at once (per worker process).")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where bulk cases (sources with each) run: this machine (-j N processes), or a Dask cluster.")
+@click.option("--scheduler", metavar="ADDRESS", help="--engine dask: a running scheduler (default: a LocalCluster here).")
+@click.option("--junit-each", type=click.Choice(["case", "record"]), default="case", show_default=True,
+              help="One JUnit testcase per bulk case, or one per record of each bulk case.")
+@click.option("--records", "records_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write one JSON line per record of every bulk case here.")
 def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, junit_system_out: str,
         json_file: str | None, html_file: str | None, **opts: Any) -> None:
     """Run suites (default: suites/) and report."""
@@ -212,29 +227,31 @@ def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, ju
         for expr in (opts["keyword"], opts["marker"]):
             if expr:
                 compile_expression(expr)
-        for report in (junit_xml, json_file, html_file):
+        for report in (junit_xml, json_file, html_file, opts["records_file"]):
             if report and report != "-":
                 check_target(report)  # refuse /dev/null and the like before the run, not after it
     except (ValueError, ExpressionError, TrajrunError) as exc:
         _fail(str(exc))
     _tune_gc()
+    spool = _records_spool(opts)
     options = RunOptions(opts["keyword"], opts["marker"], opts["exitfirst"], shard, _worker_count(opts["jobs"]),
                          _parse_vars(opts["variables"]), opts["update_golden"], golden_root=_folder(opts["golden_root"]),
-                         judge=_judge_options(opts))
+                         judge=_judge_options(opts), bulk=_bulk_options(opts, spool))
     console = sys.stderr if json_file == "-" else sys.stdout  # stdout carries the JSON report alone
     reporter = ConsoleReporter(console, verbosity=-1 if opts["quiet"] else opts["verbose"])
     try:
         with _sigterm_interrupts():
             result = run_paths(list(paths) or ["suites"], options, reporter)
     except RunInterrupted as exc:
-        _write_reports(exc.result, (junit_xml, junit_file_line, junit_system_out), json_file, html_file)
+        _write_reports(exc.result, (junit_xml, junit_file_line, junit_system_out, opts["junit_each"]), json_file,
+                       html_file)
         done = len(exc.result.cases)
         click.echo(f"trajrun: interrupted; the summary and reports hold the {done} case{'s' if done != 1 else ''} "
                    "that finished", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except TrajrunError as exc:
         _fail(str(exc))
-    _write_reports(result, (junit_xml, junit_file_line, junit_system_out), json_file, html_file)
+    _write_reports(result, (junit_xml, junit_file_line, junit_system_out, opts["junit_each"]), json_file, html_file)
     _annotate(result, opts["annotations"], console)
     sys.exit(result.exit_code())
 
@@ -321,6 +338,35 @@ def _import(read: Callable[[Path, Any, Path | None], Any], files: tuple[str, ...
                    "--python MODULE:FUNC or --source PATH, or edit the suite", err=True)
 
 
+def _bulk_options(opts: dict[str, Any], records: Path | None) -> Any:
+    """``--engine``, ``--scheduler`` and where per-record lines go, as options; exits 2 when Dask is missing."""
+    import importlib.util  # deferred: start-up time
+
+    from .run.bulk import BulkOptions  # deferred: start-up time
+    from .run.dask_engine import INSTALL  # deferred: start-up time
+
+    if opts["engine"] == "dask" and importlib.util.find_spec("distributed") is None:
+        _fail(INSTALL)
+    if opts["scheduler"] and opts["engine"] != "dask":
+        _fail("--scheduler names a Dask scheduler; add --engine dask")
+    return BulkOptions(opts["engine"], opts["scheduler"], records)
+
+
+def _records_spool(opts: dict[str, Any]) -> Path | None:
+    """Where per-record lines go: ``--records FILE``, or a temporary file that ``--junit-each record`` reads."""
+    if opts["records_file"]:
+        return Path(opts["records_file"])
+    if opts["junit_each"] != "record":
+        return None
+    import atexit  # deferred: start-up time
+    import tempfile  # deferred: start-up time
+
+    handle, name = tempfile.mkstemp(prefix="trajrun-records-", suffix=".jsonl")
+    os.close(handle)
+    atexit.register(lambda: Path(name).unlink(missing_ok=True))
+    return Path(name)
+
+
 def _judge_options(opts: dict[str, Any]) -> Any:
     """``--no-judge``, ``--judge-cache DIR``, ``--no-judge-cache`` and ``--judge-concurrency N`` as options."""
     from .run.judge import JudgeOptions  # deferred: start-up time
@@ -378,10 +424,10 @@ def _annotate(result: Any, choice: str | None, stream: Any) -> None:
 def _write_reports(result: Any, junit: tuple[str | None, bool, str], json_file: str | None, html_file: str | None) -> None:
     """Write the requested report files (atomically); one that cannot be written exits 2 after the others.
 
-    ``junit`` is the path (or None), ``--junit-file-line`` and ``--junit-system-out``.
+    ``junit`` is the path (or None), ``--junit-file-line``, ``--junit-system-out`` and ``--junit-each``.
     """
     problems: list[str] = []
-    junit_xml, file_line, system_out = junit
+    junit_xml, file_line, system_out, each = junit
     if html_file:
         from .reports import html  # deferred: start-up time
 
@@ -390,7 +436,7 @@ def _write_reports(result: Any, junit: tuple[str | None, bool, str], json_file: 
         from .reports import junit as junit_report  # deferred: start-up time
 
         problems += _try_write("--junit-xml", lambda: junit_report.write(result, Path(junit_xml), file_line=file_line,
-                                                                         system_out=system_out))
+                                                                         system_out=system_out, each=each))
     if json_file:
         from .reports import json_report  # deferred: start-up time
 

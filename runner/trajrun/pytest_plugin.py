@@ -208,7 +208,14 @@ class CaseItem(pytest.Item):
         cache = self.config.stash.setdefault(_CACHE, SourceCache())
         cid = case_id(self.config.rootpath, self.path, self.case.name)
         judge = _judge(self.config) if self.case.expect.judge is not None else None
-        self.result = run_case(self.case, self.suite, cid, cache, self.config.getoption("trajrun_update_golden"), judge)
+        if self.case.source is not None and self.case.source.each is not None:
+            from .run.bulk import BulkSession  # deferred: the plugin loads in every pytest session
+
+            with BulkSession() as bulk:  # a bulk case runs in this process, over every record
+                self.result = bulk.run(self.case, self.suite, cid)
+        else:
+            self.result = run_case(self.case, self.suite, cid, cache, self.config.getoption("trajrun_update_golden"),
+                                   judge)  # fmt: skip
         if self.result.notes:
             self.add_report_section("setup", "trajrun", "\n".join(f"note: {note}" for note in self.result.notes))
         verdict = self.result.evaluation.judge if self.result.evaluation else None
@@ -227,7 +234,7 @@ class CaseItem(pytest.Item):
             raise CaseProblem(result)
         if result.outcome == "xfailed":
             pytest.xfail(result.message)
-        if result.outcome == "skipped":  # a case whose only check is a skipped judge
+        if result.outcome == "skipped":  # what it `requires` is missing, or its only check is a skipped judge
             pytest.skip(result.message)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:

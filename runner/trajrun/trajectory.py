@@ -39,8 +39,9 @@ class ToolCall(NamedTuple):
 
     ``turn`` is the 0-based assistant turn that made the call, ``position`` its index in the run.
     ``result`` is the tool's returned content when ``has_result``; ``error`` is ``None`` where the
-    format records no error flag. A named tuple (immutable like a frozen dataclass) because readers
-    build thousands per run and a tuple is built from a column row at C speed.
+    format records no error flag; ``duration_ms`` is ``None`` where it records no time. A named tuple
+    (immutable like a frozen dataclass) because readers build thousands per run and a tuple is built
+    from a column row at C speed (every column, this last one too: see ``Builder.finish``).
     """
 
     name: str
@@ -51,12 +52,14 @@ class ToolCall(NamedTuple):
     result: Any = None
     has_result: bool = False
     error: bool | None = None
+    duration_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of one call in ``trajrun show -o json``.
 
         A tool that returned ``null`` also gets ``"has_result": true``, so reading the shape back
-        tells it from a call with no recorded result (both write ``"result": null``).
+        tells it from a call with no recorded result (both write ``"result": null``); ``duration_ms``
+        is written only where the source recorded it.
         """
         out = {
             "name": self.name,
@@ -68,6 +71,8 @@ class ToolCall(NamedTuple):
         }
         if self.has_result and self.result is None:
             out["has_result"] = True
+        if self.duration_ms is not None:
+            out["duration_ms"] = self.duration_ms
         return out
 
 
@@ -89,7 +94,8 @@ class Trajectory:
 
     ``turns`` counts assistant turns (text-only ones included); ``usage`` is ``None`` when the
     source carries no usage or some turn lacks it; ``nodes`` holds graph steps per turn for graph
-    sources; ``answer`` is the text of the last assistant message that has text.
+    sources; ``answer`` is the text of the last assistant message that has text; ``wall_ms`` is the
+    run's wall time where the source records time (a trace), else ``None``.
     """
 
     calls: tuple[ToolCall, ...] = ()
@@ -98,6 +104,7 @@ class Trajectory:
     answer: str | None = None
     nodes: tuple[tuple[str, ...], ...] | None = None
     format: str = "trajectory"
+    wall_ms: float | None = None
 
     @property
     def names(self) -> list[str]:
@@ -123,6 +130,11 @@ class Trajectory:
         return any(c.has_result for c in self.calls)
 
     @property
+    def records_durations(self) -> bool:
+        """Whether the source recorded how long any call took."""
+        return any(c.duration_ms is not None for c in self.calls)
+
+    @property
     def records_errors(self) -> bool:
         """Whether the source carries a per-call error flag (Anthropic, Bedrock, LangChain)."""
         return any(c.error is not None for c in self.calls)
@@ -141,4 +153,6 @@ class Trajectory:
         }
         if self.nodes is not None:
             out["nodes"] = [list(t) for t in self.nodes]
+        if self.wall_ms is not None:
+            out["wall_ms"] = self.wall_ms
         return out

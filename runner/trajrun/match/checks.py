@@ -1,4 +1,4 @@
-"""The checks beside the steps: never, before, calls, budget, nodes, answer.
+"""The checks beside the steps: never, before, calls, budget, latency, nodes, answer.
 
 Each takes the expectation, the run and a list to which it appends a sentence for every part
 that cannot be evaluated on this run; it returns its failures (none when it holds).
@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..errors import CheckError
 from ..trajectory import Trajectory
-from .expectation import UNSET, CountBound, Expectation
+from .expectation import TOTAL, UNSET, CountBound, Expectation
 from .values import Matcher, compare_value, render_value
 from .verdict import CheckFailure
 
@@ -131,6 +131,38 @@ def _budget_table(rows: list[tuple[str, int, int]]) -> str:
     )
 
 
+def check_latency(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
+    """Each call of a bounded tool, and the run's wall time (``total``), within ``max_ms``; where the source
+    records no time, the bound cannot be checked and the case errs."""
+    rows: list[tuple[str, float, float]] = []
+    for name, limit in expect.latency.items():
+        if name == TOTAL:
+            if traj.wall_ms is None:
+                errors.append(f"latency: total cannot be checked: the {traj.format} source records no run time; "
+                              "remove the bound or read the run from a trace (otel)")  # fmt: skip
+            else:
+                rows.append(("total", limit, traj.wall_ms))
+            continue
+        calls = traj.calls_named(name)
+        untimed = [c.position for c in calls if c.duration_ms is None]
+        if untimed or not traj.records_durations:
+            why = (f"call [{untimed[0]}] of {name} has no recorded duration" if traj.records_durations
+                   else f"the {traj.format} source records no call durations")  # fmt: skip
+            errors.append(f"latency: {name} cannot be checked: {why}; remove the bound or read the run from a trace "
+                          "(otel)")  # fmt: skip
+            continue
+        rows.extend((f"{name} [{c.position}]", limit, c.duration_ms) for c in calls)  # type: ignore[misc]
+    over = [f"{name} {value:.1f} ms > {limit:g} ms" for name, limit, value in rows if value > limit]
+    return [CheckFailure("latency", ", ".join(over), _latency_table(rows))] if over else []
+
+
+def _latency_table(rows: list[tuple[str, float, float]]) -> str:
+    """Each timed call or the run against its bound: ``search [0]  max 800 ms  took 912.4 ms  OVER``."""
+    width = max(len(name) for name, _, _ in rows)
+    return "\n".join(f"{name.ljust(width)}  max {limit:g} ms  took {value:.1f} ms  {'OVER' if value > limit else 'ok'}"
+                     for name, limit, value in rows)  # fmt: skip
+
+
 def check_nodes(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
     """Graph nodes per turn, the mode applied turn by turn (turns aligned by index)."""
     if expect.nodes is None:
@@ -192,4 +224,5 @@ def check_answer(expect: Expectation, traj: Trajectory, errors: list[str]) -> li
     return [CheckFailure("answer", "answer differs", detail)]
 
 
-OTHER_CHECKS: tuple[Check, ...] = (check_never, check_before, check_calls, check_budget, check_nodes, check_answer)
+OTHER_CHECKS: tuple[Check, ...] = (check_never, check_before, check_calls, check_budget, check_latency, check_nodes,
+                                   check_answer)

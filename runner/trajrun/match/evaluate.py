@@ -21,7 +21,7 @@ from .verdict import CheckFailure, Evaluation
 def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True) -> Evaluation:
     """Evaluate every check of a case on one run.
 
-    Failures come in check order (steps, never, before, calls, budget, nodes, answer); checks
+    Failures come in check order (steps, never, before, calls, budget, latency, nodes, answer); checks
     that cannot be evaluated give a sentence in ``errors`` instead. ``shortcuts=False`` turns off
     the fast paths of the steps check (the equivalence tests compare both ways; the result is the same).
     """

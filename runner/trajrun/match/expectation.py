@@ -114,6 +114,10 @@ class CountBound:
     max: int | None = None
 
 
+TOTAL = "total"
+"""The ``latency`` entry that bounds the whole run's wall time rather than one tool's calls."""
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """Inclusive upper bounds on the whole run."""
@@ -155,3 +159,5 @@ class Expectation:
     answer: Any = UNSET
     threshold: float | None = None
     judge: JudgeSpec | None = None
+    latency: Mapping[str, float] = field(default_factory=dict)
+    """Upper bounds in milliseconds: per tool on each of its calls, and on the whole run under ``TOTAL``."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from collections.abc import Mapping
 from typing import TextIO
 
@@ -178,6 +179,7 @@ class ConsoleReporter:
         self._line_file: str | None = None
         self._line_text = ""
         self._line_length = 0
+        self._records_drawn = 0.0
 
     def start(self, total_cases: int) -> None:
         """Remember how many cases will run, and decide whether to show a percentage."""
@@ -210,6 +212,19 @@ class ConsoleReporter:
         if self.verbosity >= 0 and lines:
             self.stream.write("\n")
         self.stream.write("\n".join(lines) + "\n")
+        self._flush()
+
+    def records_progress(self, case_id: str, done: int, final: bool = False) -> None:
+        """On a terminal, a bulk case's count of records read so far, drawn after the open line (at most ten times
+        a second) and wiped when the case is done."""
+        if self.verbosity < 0 or not _isatty(self.stream):
+            return
+        now = time.monotonic()
+        if not final and now - self._records_drawn < 0.1:
+            return
+        self._records_drawn = now
+        tag = "" if final else f" [{terminal_safe(case_id)}: {done:,} records]"
+        self.stream.write("\r" + self._line_text + tag + "\x1b[K")
         self._flush()
 
     def _case_line(self, result: CaseResult) -> tuple[str, int]:

@@ -13,6 +13,12 @@ index and the position of the call that satisfied it in ``trajectory.tool_calls`
 
 Each case also carries ``judge`` and the summary ``judge_skipped`` (both added within version 1): the
 LLM judge's verdict, ``null`` for a case without a ``judge:`` check.
+
+Each case also carries ``bulk`` (added within version 1): ``null`` but for a bulk case (a source with
+``each``), where it holds ``{"each", "files", "records", "passed", "failed", "error", "passed_share",
+"pass_rate", "by_check", "worst", "score", "engine", "records_file"}``: ``by_check`` maps a check's label
+(``never (refund_all)``, ``budget``) to the records it failed, ``worst`` lists the first failing records,
+each ``{"record", "outcome", "checks", "message", "score"}``.
 """
 
 from __future__ import annotations
@@ -190,6 +196,7 @@ def _case(case: CaseResult) -> dict[str, Any]:
         "judge": _judge(evaluation.judge if evaluation else None),
         "trajectory": _trajectory(case.trajectory) if case.trajectory else None,
         "steps": _steps(evaluation.steps if evaluation else None),
+        "bulk": case.bulk.to_dict() if case.bulk is not None else None,
     }
 
 

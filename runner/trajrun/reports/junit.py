@@ -9,6 +9,7 @@ from datetime import datetime
 
 from ..run.results import CaseResult, RunResult, SuiteResult
 from ..files import atomic_write
+from .junit_records import record_outcomes
 from .text import judge_text, one_line, seconds, xml_safe
 
 UNNAMED = "(unnamed)"
@@ -22,19 +23,20 @@ _SHOWN = {"failed": frozenset({"failed", "error", "xpassed"}), "all": None, "non
 
 
 def render(run: RunResult, *, file_line: bool = False, hostname: str | None = None,
-           system_out: str = "failed") -> ET.Element:
+           system_out: str = "failed", each: str = "case") -> ET.Element:
     """The whole report as ``<testsuites>``: one ``<testsuite>`` per suite file, load failures included.
 
     ``file_line`` adds ``file`` and a 1-based ``line`` to every testcase for annotation tools
     (GitLab, action-junit-report); it breaks junit-10.xsd, so it is opt-in. ``system_out`` (one of
     ``SYSTEM_OUT``) says which cases carry their actual steps: by default only those that did not
-    pass, since nobody reads a passing case's run and it made most of a large report.
+    pass, since nobody reads a passing case's run and it made most of a large report. ``each="record"`` makes a
+    bulk case one testcase per record (when its per-record lines were written).
     """
     host = hostname if hostname is not None else socket.gethostname()
     root = ET.Element("testsuites", {"name": "trajrun"})
     seen: set[tuple[str, str]] = set()
     shown = _SHOWN[system_out]
-    suites = [_suite(s, host, seen, file_line, shown) for s in run.suites]
+    suites = [_suite(s, host, seen, file_line, shown, each) for s in run.suites]
     totals = {key: sum(int(s.get(key, "0")) for s in suites) for key in ("tests", "failures", "errors")}
     root.attrib.update({key: str(value) for key, value in totals.items()})
     root.set("time", seconds(run.duration))
@@ -42,15 +44,16 @@ def render(run: RunResult, *, file_line: bool = False, hostname: str | None = No
     return root
 
 
-def write(run: RunResult, path: str | os.PathLike[str], *, file_line: bool = False, system_out: str = "failed") -> None:
+def write(run: RunResult, path: str | os.PathLike[str], *, file_line: bool = False, system_out: str = "failed",
+          each: str = "case") -> None:
     """Render ``run`` and write it to ``path`` atomically, as UTF-8 with an XML declaration."""
-    tree = ET.ElementTree(render(run, file_line=file_line, system_out=system_out))
+    tree = ET.ElementTree(render(run, file_line=file_line, system_out=system_out, each=each))
     ET.indent(tree)
     atomic_write(path, lambda handle: tree.write(handle, encoding="utf-8", xml_declaration=True))
 
 
 def _suite(suite: SuiteResult, host: str, seen: set[tuple[str, str]], file_line: bool,
-           shown: frozenset[str] | None) -> ET.Element:
+           shown: frozenset[str] | None, each: str = "case") -> ET.Element:
     """One ``<testsuite>`` with its counts, properties and testcases."""
     if suite.load_errors:
         cases = [_load_case(suite, seen, file_line)]
@@ -58,6 +61,9 @@ def _suite(suite: SuiteResult, host: str, seen: set[tuple[str, str]], file_line:
     else:
         cases = [_case(c, seen, file_line, shown) for c in suite.cases]
         counts = _suite_counts(suite.cases)
+        if each == "record" and any(c.bulk is not None and c.bulk.records_file for c in suite.cases):
+            cases = [e for c in suite.cases for e in _per_record(c, seen, file_line, shown)]
+            counts = _element_counts(cases)
     element = ET.Element("testsuite", {"name": xml_safe(one_line(_suite_name(suite))) or UNNAMED})
     element.attrib.update({key: str(value) for key, value in counts.items()})
     element.set("time", seconds(suite.duration or sum(c.duration for c in suite.cases)))
@@ -82,6 +88,29 @@ def _suite_counts(cases: tuple[CaseResult, ...]) -> dict[str, int]:
         "errors": outcomes.count("error"),
         "skipped": outcomes.count("skipped") + outcomes.count("xfailed"),
     }
+
+
+def _per_record(case: CaseResult, seen: set[tuple[str, str]], file_line: bool,
+                shown: frozenset[str] | None) -> list[ET.Element]:
+    """A bulk case's testcases, one per record; any other case's one."""
+    if case.bulk is None or not case.bulk.records_file:
+        return [_case(case, seen, file_line, shown)]
+    elements = []
+    for name, tag, message, kind in record_outcomes(case):
+        element = _testcase(case.suite, name, seen, 0.0)
+        if file_line:
+            element.attrib.update({"file": xml_safe(case.file), "line": str(max(case.line, 1))})
+        if tag is not None:
+            _result(element, tag, message, kind, "")
+        elements.append(element)
+    return elements
+
+
+def _element_counts(cases: list[ET.Element]) -> dict[str, int]:
+    """JUnit's counts from the testcases themselves (``failure``, ``error``, ``skipped`` children)."""
+    tags = [child.tag for case in cases for child in case if child.tag in ("failure", "error", "skipped")]
+    return {"tests": len(cases), "failures": tags.count("failure"), "errors": tags.count("error"),
+            "skipped": tags.count("skipped")}
 
 
 def _timestamp(moment: datetime) -> str:

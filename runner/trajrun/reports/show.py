@@ -27,13 +27,16 @@ def _cell(value: Any) -> str:
 
 
 def render_table(traj: Trajectory) -> str:
-    """One aligned row per call (position, turn, tool, args, result), then turns, usage and answer."""
-    rows = [("#", "turn", "tool", "args", "result")]
+    """One aligned row per call (position, turn, tool, args, milliseconds where recorded, result), then turns,
+    usage, wall time where recorded, and answer."""
+    timed = traj.records_durations
+    rows = [("#", "turn", "tool", "args", *(("ms",) if timed else ()), "result")]
     for call in traj.calls:
         result = _cell(call.result) if call.has_result else "-"
         if call.error:
             result = f"ERROR {result}"
-        rows.append((str(call.position), str(call.turn), terminal_safe(call.name), _cell(call.args), result))
+        took = (_ms(call.duration_ms),) if timed else ()
+        rows.append((str(call.position), str(call.turn), terminal_safe(call.name), _cell(call.args), *took, result))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     usage = traj.usage
@@ -44,10 +47,17 @@ def render_table(traj: Trajectory) -> str:
         if usage
         else "usage: not recorded"
     )
+    if traj.wall_ms is not None:
+        lines.append(f"time: {_ms(traj.wall_ms)} ms")
     if traj.nodes is not None:
         lines.append("nodes: " + terminal_safe(" | ".join(" ".join(turn) for turn in traj.nodes)))
     lines.append(f"answer: {_cell(traj.answer) if traj.answer is not None else '-'}")
     return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    """Milliseconds to a tenth (``12.5``), or ``-`` where none was recorded."""
+    return "-" if value is None else f"{value:.1f}"
 
 
 def render_json(traj: Trajectory) -> str:

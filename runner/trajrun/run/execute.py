@@ -8,7 +8,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from ..match.evaluate import evaluate
 from ..match.expectation import Expectation
 from ..match.verdict import CheckFailure, Evaluation, JudgeVerdict
 from ..sources import apply_select, load_trajectory, read_trajectory
+from ..sources.extras import unmet
 from ..sources.live import call_python, run_command
 from ..suites.golden import compact_steps, dump_steps, load_golden, write_golden
 from ..suites.model import Case, Source, Suite
@@ -60,12 +61,13 @@ class SourceCache:
         if source.file is None:
             with _reading("inline messages"):
                 return _read(source.messages, source, "inline messages")
-        key = (source.file, source.format, source.select, source.record)
+        key = (source.file, source.format, source.select, source.record, source.thread, source.checkpoint)
         if key not in self._cache:
             try:
                 with _reading(str(source.file)):
                     self._cache[key] = load_trajectory(
-                        source.file, format=source.format, select=source.select, record=source.record
+                        source.file, format=source.format, select=source.select, record=source.record,
+                        thread=source.thread, checkpoint=source.checkpoint,
                     )
             except SourceError as exc:
                 self._cache[key] = exc
@@ -83,11 +85,21 @@ def live_trajectory(source: Source, folder: Path) -> Trajectory:
 
 
 def _live_document(source: Source, folder: Path) -> Any:
-    """What the command printed, or what the function returned."""
+    """What the command printed, or what the function returned; with ``capture: otlp``, the spans it exported."""
+    if source.capture is not None:
+        from ..sources.otlp import capture_spans  # deferred: the HTTP server loads only for capture: otlp
+
+        origin = source.command if source.command is not None else str(source.python)
+        return capture_spans(lambda variables: _run_agent(source, folder, variables), origin)
+    return _run_agent(source, folder, None)
+
+
+def _run_agent(source: Source, folder: Path, capture: Mapping[str, str] | None) -> Any:
+    """Run the command or call the function; ``capture`` holds the variables pointing it at a receiver."""
     if source.command is not None:
-        return run_command(source.command, folder, source.timeout)
+        return run_command(source.command, folder, source.timeout, capture)
     assert source.python is not None
-    return call_python(source.python, source.args, folder, source.timeout)
+    return call_python(source.python, source.args, folder, source.timeout, capture)
 
 
 def _read(doc: Any, source: Source, origin: str) -> Trajectory:
@@ -147,6 +159,9 @@ def start_case(case: Case, suite: Suite, case_id: str, cache: SourceCache, updat
     base = CaseResult(case_id, suite.name, case.name, str(suite.path), case.loc.line, "skipped")
     if case.skip is not None:
         return PendingCase(case, base, [], [], started, dataclasses.replace(base, message=case.skip or "skipped"))
+    missing = unmet(case.requires) if case.requires else None
+    if missing is not None:
+        return PendingCase(case, base, [], [], started, dataclasses.replace(base, message=missing))
     folder = suite.path.parent
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))

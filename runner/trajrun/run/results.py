@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from ..match.verdict import Evaluation
 from ..trajectory import Trajectory, Usage
@@ -32,6 +32,8 @@ class CaseResult:
     trajectory: Trajectory | None = None
     actual_yaml: str | None = None
     notes: tuple[str, ...] = ()
+    bulk: Any = None
+    """A bulk case's ``BulkSummary`` (counts, failures by check, worst records); ``None`` for other cases."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequenc
 from ..errors import SuiteErrors, TrajrunError
 from ..suites.load import load_suite
 from ..suites.model import SUITE_SUFFIXES, Case, Suite
+from .bulk import PENDING, BulkOptions, BulkSession, is_bulk, pending_result
 from .execute import PendingCase, SourceCache, start_case
 from .judge import Judge, JudgeOptions
 from .results import CaseResult, RunResult, SuiteResult
@@ -64,6 +65,7 @@ class RunOptions:
     root: Path | None = None
     golden_root: Path | None = None
     judge: JudgeOptions = field(default_factory=JudgeOptions)
+    bulk: BulkOptions = field(default_factory=BulkOptions)
 
 
 class Reporter(Protocol):
@@ -185,13 +187,17 @@ def run_paths(paths: Sequence[str | Path], options: RunOptions | None = None, re
     root = options.root or Path.cwd()
     files = collect(paths)
     progress, parallel, interrupted = _Progress(), min(options.jobs, worker_limit()) > 1, False
+    bulk = BulkSession(options.bulk, min(options.jobs, worker_limit()), reporter)
     try:
         if parallel:
             _run_parallel(files, options, root, progress)
+            _run_pending_bulk(progress.suites, options, bulk)
         else:
-            _run_serial(files, options, root, reporter, progress)
+            _run_serial(files, options, root, reporter, progress, bulk)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        bulk.close()
     suites = _replay(progress.suites, options.exitfirst, reporter) if parallel else progress.suites
     result = RunResult(tuple(suites), time.perf_counter() - started, progress.deselected,
                        nothing_found=None if files else nothing_found(paths), sharded=options.shard is not None,
@@ -209,16 +215,18 @@ def run_suite(suite: Suite, options: RunOptions | None = None) -> SuiteResult:
     root = options.root or Path.cwd()
     planned, _ = plan(suite, options, root)
     stamp, began = datetime.now(), time.perf_counter()
-    judge = Judge(options.judge, root)
+    judge, bulk = Judge(options.judge, root), BulkSession(options.bulk, min(options.jobs, worker_limit()))
     try:
-        cases = list(_case_results(planned, SourceCache(), options.update_golden, options.exitfirst, judge=judge))
+        cases = list(_case_results(planned, SourceCache(), options.update_golden, options.exitfirst, judge=judge,
+                                   bulk=bulk))
     finally:
         judge.close()
+        bulk.close()
     return _suite_result(suite, cases, began, stamp)
 
 
 def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Reporter | None,
-                progress: _Progress) -> None:
+                progress: _Progress, bulk: BulkSession | None = None) -> None:
     """Load every suite (so the reporter knows the total), then run the cases in order."""
     plans: list[Planned | SuiteResult] = []
     for item in load(files, options.variables, options.golden_root):
@@ -233,13 +241,13 @@ def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Re
         reporter.start(sum(len(p.cases) for p in plans if isinstance(p, Planned)))
     judge = Judge(options.judge, root)
     try:
-        _run_plans(plans, options, reporter, progress, SourceCache(), judge)
+        _run_plans(plans, options, reporter, progress, SourceCache(), judge, bulk)
     finally:
         judge.close()
 
 
 def _run_plans(plans: list[Planned | SuiteResult], options: RunOptions, reporter: Reporter | None,
-               progress: _Progress, cache: SourceCache, judge: Judge) -> None:
+               progress: _Progress, cache: SourceCache, judge: Judge, bulk: BulkSession | None = None) -> None:
     """Run the loaded suites' cases, reporting each in order as it is done; a suite file's result is kept
     once its last case is (on an interrupt too, with the cases that finished)."""
     opened: dict[int, tuple[list[CaseResult], float, datetime]] = {}
@@ -264,7 +272,7 @@ def _run_plans(plans: list[Planned | SuiteResult], options: RunOptions, reporter
         opened.setdefault(index, ([], time.perf_counter(), datetime.now()))
 
     try:
-        for index, result in _pipeline(plans, cache, judge, options.update_golden, options.exitfirst, start):
+        for index, result in _pipeline(plans, cache, judge, options.update_golden, options.exitfirst, start, bulk=bulk):
             close(index)
             opened[index][0].append(result)
             if reporter:
@@ -280,17 +288,19 @@ def _stops(case: CaseResult) -> bool:
 
 
 def _case_results(item: Planned, cache: SourceCache, update_golden: bool, exitfirst: bool,
-                  skip: int = 0, judge: Judge | None = None, ahead: int = JUDGE_AHEAD) -> Iterator[CaseResult]:
+                  skip: int = 0, judge: Judge | None = None, ahead: int = JUDGE_AHEAD,
+                  bulk: BulkSession | None = None) -> Iterator[CaseResult]:
     """Run a suite's selected cases in order (from the ``skip``-th), yielding each result as it is done;
-    with ``exitfirst``, stop after the first that fails."""
+    with ``exitfirst``, stop after the first that fails. Without ``bulk`` (a ``-j`` worker), bulk cases give
+    stand-ins that the parent runs."""
     share = [Planned(item.suite, item.cases[skip:])]
-    for _, result in _pipeline(share, cache, judge, update_golden, exitfirst, ahead=ahead):
+    for _, result in _pipeline(share, cache, judge, update_golden, exitfirst, ahead=ahead, bulk=bulk):
         yield result
 
 
 def _pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge: Judge | None, update_golden: bool,
               exitfirst: bool, start: Callable[[int], None] | None = None,
-              ahead: int = JUDGE_AHEAD) -> Iterator[tuple[int, CaseResult]]:
+              ahead: int = JUDGE_AHEAD, bulk: BulkSession | None = None) -> Iterator[tuple[int, CaseResult]]:
     """Run the plans' cases, yielding ``(plan index, result)`` in order; with ``exitfirst``, stop after the first
     that fails. ``start`` hears of each plan's index as its cases start.
 
@@ -305,7 +315,7 @@ def _pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge:
         for cid, case in item.cases:
             if start:
                 start(index)
-            pending.append((index, start_case(case, item.suite, cid, cache, update_golden, judge)))
+            pending.append((index, _start(case, item.suite, cid, cache, update_golden, judge, bulk)))
             while pending and (pending[0][1].done() or len(pending) > ahead):
                 done, case_result = pending[0][0], pending.popleft()[1].result()
                 yield done, case_result
@@ -314,6 +324,15 @@ def _pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge:
     while pending:
         done, case_result = pending[0][0], pending.popleft()[1].result()
         yield done, case_result
+
+
+def _start(case: Case, suite: Suite, cid: str, cache: SourceCache, update_golden: bool, judge: Judge | None,
+           bulk: BulkSession | None) -> PendingCase:
+    """Start one case: a bulk case in the bulk session (a stand-in in a ``-j`` worker, which the parent runs
+    later), any other here."""
+    if is_bulk(case) and case.skip is None:
+        return bulk.start(case, suite, cid) if bulk else pending_result(case, suite, cid)
+    return start_case(case, suite, cid, cache, update_golden, judge)
 
 
 def _suite_result(suite: Suite, cases: list[CaseResult], began: float, stamp: datetime) -> SuiteResult:
@@ -384,6 +403,18 @@ def _assemble(shares: list[_Share], progress: _Progress) -> None:
         progress.deselected += share.left_out if not result.load_errors else 0
         index[path] = len(progress.suites)
         progress.suites.append(result)
+
+
+def _run_pending_bulk(suites: list[SuiteResult], options: RunOptions, bulk: BulkSession) -> None:
+    """After ``-j`` workers ran the other cases: run the bulk cases they left as stand-ins, here, over every worker."""
+    for n, suite in enumerate(suites):
+        if not any(c.check_type == PENDING for c in suite.cases):
+            continue
+        loaded = _load_one(Path(suite.file), options.variables, options.golden_root)
+        by_name = {case.name: case for case in loaded.cases} if isinstance(loaded, Suite) else {}
+        cases = tuple(bulk.run(by_name[c.name], loaded, c.case_id)  # type: ignore[arg-type]
+                      if c.check_type == PENDING and c.name in by_name else c for c in suite.cases)
+        suites[n] = dataclasses.replace(suite, cases=cases)
 
 
 @dataclass

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import SourceError, SuiteError, SuiteErrors
 from ..sources import load_trajectory
+from ..sources.extras import unmet
 from ..suites.load import load_suite, validate_suite
 from ..suites.model import Source, Suite
 from .runner import collect, nothing_found
@@ -36,13 +37,16 @@ def validate_paths(paths: Sequence[str | Path], variables: Mapping[str, Any],
 
 
 def _source_problems(suite: Suite, read: dict[tuple[Any, ...], str | None]) -> list[str]:
-    """Each file source that exists but cannot be read as a trajectory (live sources are not run)."""
+    """Each file source that exists but cannot be read as a trajectory (live sources are not run, nor cases skipped
+    for want of what they ``require``)."""
     problems = []
     for case in suite.cases:
         source = case.source
-        if source is None or source.file is None or not source.file.is_file():
+        if source is None or source.file is None or source.each is not None or not source.file.is_file():
             continue
-        key = (source.file, source.format, source.select, source.record)
+        if case.requires and unmet(case.requires):
+            continue
+        key = (source.file, source.format, source.select, source.record, source.thread, source.checkpoint)
         if key not in read:
             read[key] = _problem(source)
         if read[key]:
@@ -53,7 +57,8 @@ def _source_problems(suite: Suite, read: dict[tuple[Any, ...], str | None]) -> l
 def _problem(source: Source) -> str | None:
     """Why a file source cannot be read, or None when it reads."""
     try:
-        load_trajectory(source.file, format=source.format, select=source.select, record=source.record)  # type: ignore[arg-type]
+        load_trajectory(source.file, format=source.format, select=source.select, record=source.record,  # type: ignore[arg-type]
+                        thread=source.thread, checkpoint=source.checkpoint)
     except SourceError as exc:
         return str(exc)
     except Exception as exc:  # noqa: BLE001 - a reader's bug is this source's problem, not the end of validate

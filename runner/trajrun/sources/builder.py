@@ -202,7 +202,8 @@ class Builder:
         errors: list[bool | None] = [None] * count
         if self._pending:
             self._pair(results, has_result, errors)
-        columns = (names, _decode_all(self._args), self._ids, self._turns, range(count), results, has_result, errors)
+        columns = (names, _decode_all(self._args), self._ids, self._turns, range(count), results, has_result, errors,
+                   repeat(None))  # no durations: trace readers set them afterwards
         usage = run_usage if run_usage is not None else _sum_usage(self._usages)
         return Trajectory(rows_as(ToolCall, zip(*columns)), len(self._usages), usage, self.answer, None, fmt)
 

@@ -50,11 +50,11 @@ def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>")
 
 def load_trajectory(
     path: str | Path, *, format: str = "auto", select: str | None = None, record: int | None = None,
-    spelling: Spelling = SUITE,
+    spelling: Spelling = SUITE, thread: str | None = None, checkpoint: str | None = None,
 ) -> Trajectory:
     """Load a source file (see :func:`load_document`) and read it as ``format``; errors spell the options as
     a suite (``SUITE``) or ``trajrun show`` (``SHOW``) names them."""
-    doc = load_document(path, select=select, record=record, spelling=spelling)
+    doc = load_document(path, select=select, record=record, spelling=spelling, thread=thread, checkpoint=checkpoint)
     whole_jsonl = record is None and select is None and document_kind(Path(path))[0] == "jsonl"
     hint = "add -v to see why each format does not fit" if spelling.flags else _show_hint(path, select, record)
     return _read(doc, format, str(path), _fix(spelling, whole_jsonl), hint, spelling)

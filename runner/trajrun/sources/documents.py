@@ -39,6 +39,7 @@ from ..errors import SourceError
 from ..limits import MAX_SOURCE_BYTES_VAR, compile_regex, max_source_bytes, regex_search, regex_timeout, timeout_message
 from ..yaml_core import YamlProblem, int_digits_limit, load_data
 from .builder import describe
+from .checkpoints import SUFFIXES, load_database
 
 _JSON_HINT = "check the file is valid JSON (a trailing comma or a missing quote is the usual cause)"
 _KINDS = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
@@ -81,9 +82,9 @@ SHOW = Spelling(flags=True)
 
 
 def load_document(path: str | Path, *, select: str | None = None, record: int | None = None,
-                  spelling: Spelling = SUITE) -> Any:
-    """Read a source file (``record`` picks one JSONL line first), then apply ``select``; errors spell the
-    options as the user wrote them (``spelling``)."""
+                  spelling: Spelling = SUITE, thread: str | None = None, checkpoint: str | None = None) -> Any:
+    """Read a source file (``record`` picks one JSONL line first; ``thread`` and ``checkpoint`` one checkpoint of a
+    LangGraph database), then apply ``select``; errors spell the options as the user wrote them (``spelling``)."""
     path = Path(path)
     origin = str(path)
     kind, zipped = document_kind(path)
@@ -91,6 +92,9 @@ def load_document(path: str | Path, *, select: str | None = None, record: int | 
         item = spelling.given("select", f"'$[{record - 1}]'")
         raise SourceError(f"{spelling.name('record')} needs a .jsonl file, found a .{kind} file; use {item} to pick an "
                           "item of a list", origin)  # fmt: skip
+    if kind == "sqlite" or thread is not None or checkpoint is not None:
+        doc = load_database(path, (kind, zipped), thread, checkpoint, spelling)
+        return doc if select is None else apply_select(doc, select, origin, spelling)
     if path.is_dir():
         raise SourceError("a folder, not a file; expected a .json, .jsonl or .yaml file — point the source at a file "
                           "inside it", origin)  # fmt: skip
@@ -117,15 +121,14 @@ def _too_large(exc: _TooLarge, zipped: bool) -> str:
 
 
 def document_kind(path: Path) -> tuple[str, bool]:
-    """The document kind from the file suffixes (``.json``, ``.jsonl``, ``.yaml``), and whether it is gzipped."""
+    """The document kind from the file suffixes (``.json``, ``.jsonl``, ``.yaml``, ``.sqlite``), and whether it is
+    gzipped."""
     suffixes = [s.lower() for s in path.suffixes]
     zipped = bool(suffixes) and suffixes[-1] == ".gz"
     suffix = suffixes[-2] if zipped and len(suffixes) > 1 else (suffixes[-1] if suffixes and not zipped else "")
+    if suffix in SUFFIXES:
+        return "sqlite", zipped
     if suffix not in _KINDS:
-        if suffix in (".sqlite", ".sqlite3", ".db"):
-            raise SourceError(f"{suffix!r} is a database; trajrun reads LangGraph checkpoints from JSON today: export "
-                              "the checkpoint (e.g. checkpointer.get(config) dumped as JSON) and point at that file",
-                              str(path))  # fmt: skip
         raise SourceError(f"unsupported file type {suffix or '(none)'!r}; expected .json, .jsonl, .yaml or .yml "
                           "(optionally .gz) — rename the file", str(path))  # fmt: skip
     return _KINDS[suffix], zipped

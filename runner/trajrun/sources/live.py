@@ -37,19 +37,26 @@ class _Done:
     stderr: bytes
 
 
-def run_command(command: str, folder: Path, timeout: float) -> Any:
-    """Run ``command`` through the shell in ``folder``; its stdout (UTF-8 JSON or YAML) is the document."""
-    done = _run(command, command, timeout, cwd=folder)
+def run_command(command: str, folder: Path, timeout: float, capture: Mapping[str, str] | None = None) -> Any:
+    """Run ``command`` through the shell in ``folder``; its stdout (UTF-8 JSON or YAML) is the document.
+
+    With ``capture`` (variables pointing the agent at a receiver, added to its environment) the run is read
+    from what the receiver gets, so stdout is not read and None is returned.
+    """
+    done = _run(command, command, timeout, cwd=folder, env=capture)
     if done.returncode != 0:
         raise SourceError(f"{_ended(done.returncode)}{_tail(done.stderr)}", command)
-    return _parse_stdout(_text(done.stdout, command), command)
+    return None if capture is not None else _parse_stdout(_text(done.stdout, command), command)
 
 
-def call_python(target: str, args: Mapping[str, Any], folder: Path, timeout: float) -> Any:
+def call_python(target: str, args: Mapping[str, Any], folder: Path, timeout: float,
+                capture: Mapping[str, str] | None = None) -> Any:
     """Call ``module:function`` (imported with ``folder`` first on the path) with ``args`` in a child process;
-    what it returns (awaited if async) comes back as JSON and is the document."""
-    request = pickle.dumps({"target": target, "args": dict(args), "path": [str(folder), *_import_path()]})
-    done = _run([sys.executable, str(CHILD)], target, timeout, request=request)
+    what it returns (awaited if async) comes back as JSON and is the document (with ``capture``, as for
+    ``run_command``, what it returns is dropped and None is returned)."""
+    request = pickle.dumps({"target": target, "args": dict(args), "path": [str(folder), *_import_path()],
+                            "drop": capture is not None})  # fmt: skip
+    done = _run([sys.executable, str(CHILD)], target, timeout, request=request, env=capture)
     reply = _reply(done.stdout)
     if reply is None:
         raise SourceError(f"{_ended(done.returncode)} before returning{_tail(done.stderr)}", target)
@@ -73,12 +80,13 @@ def _reply(stdout: bytes) -> dict[str, Any] | None:
 
 
 def _run(args: str | list[str], origin: str, timeout: float, *, cwd: Path | None = None,
-         request: bytes | None = None) -> _Done:
-    """Run a child in a new process group, ``request`` on its stdin (else nothing: reading it gets end of file);
-    at the timeout, or when trajrun itself is interrupted, kill the whole group."""
+         request: bytes | None = None, env: Mapping[str, str] | None = None) -> _Done:
+    """Run a child in a new process group, ``request`` on its stdin (else nothing: reading it gets end of file),
+    ``env`` added to its environment; at the timeout, or when trajrun itself is interrupted, kill the whole group."""
     try:
         proc = subprocess.Popen(
             args, shell=isinstance(args, str), cwd=cwd, start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
             stdin=subprocess.DEVNULL if request is None else subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )

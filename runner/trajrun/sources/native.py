@@ -1,7 +1,7 @@
 """trajrun's own trajectory (``trajrun show -o json``) and the Elixir LangChain ``Trajectory.to_map`` shape.
 
-Own shape: ``{tool_calls: [{name, args, id?, turn?, result?, error?, has_result?}], turns?, usage?,
-answer?, nodes?, format?}`` (``has_result: true`` marks a recorded ``null`` result); what
+Own shape: ``{tool_calls: [{name, args, id?, turn?, result?, error?, has_result?, duration_ms?}], turns?,
+usage?, answer?, nodes?, format?, wall_ms?}`` (``has_result: true`` marks a recorded ``null`` result); what
 ``Trajectory.to_dict()`` writes reads back equal (a ``format`` naming a known format is kept, so a
 round trip keeps where the run came from). A call without ``turn``
 is its own turn. Elixir shape: ``{messages, tool_calls, token_usage: {input, output}, metadata}``;
@@ -47,7 +47,7 @@ def _own(doc: dict[str, Any]) -> Trajectory:
         has_result = result is not None or raw.get("has_result") is True
         calls.append(
             ToolCall(raw["name"], args, raw.get("id"), turn, position, result, has_result,
-                     error if isinstance(error, bool) else None)
+                     error if isinstance(error, bool) else None, _milliseconds(raw.get("duration_ms")))
         )  # fmt: skip
     turns = doc.get("turns")
     if not isinstance(turns, int) or isinstance(turns, bool):
@@ -55,8 +55,13 @@ def _own(doc: dict[str, Any]) -> Trajectory:
     fmt = doc.get("format")
     return Trajectory(
         tuple(calls), turns, _usage(doc.get("usage")), _text(doc.get("answer")), _nodes(doc.get("nodes")),
-        fmt if fmt in FORMATS else FORMAT,
+        fmt if fmt in FORMATS else FORMAT, _milliseconds(doc.get("wall_ms")),
     )  # fmt: skip
+
+
+def _milliseconds(raw: Any) -> float | None:
+    """A recorded time in milliseconds (``duration_ms``, ``wall_ms``); anything but a number is none."""
+    return float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
 
 
 def _elixir(doc: dict[str, Any]) -> Trajectory:

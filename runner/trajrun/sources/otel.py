@@ -22,6 +22,8 @@ are the tool messages that follow the last assistant message in a later LLM span
 messages are history and never count as calls. A trace with no LLM or tool span, or whose LLM
 spans finished to call tools without recording which, is an error that says what is missing.
 
+**Times**: a tool span's duration is its call's ``duration_ms``; the trace's extent is ``wall_ms``.
+
 **Turns** are LLM spans; a call's turn is the latest LLM span that started before it, so parallel
 calls requested by one LLM span share its turn. A trace with no LLM span makes each call its own
 turn. Usage is each LLM span's ``gen_ai.usage.*`` or ``llm.token_count.*``; the answer is the text
@@ -44,7 +46,7 @@ from typing import Any, NamedTuple
 
 from ..trajectory import Trajectory, Usage
 from .builder import Builder, decode_args, make_usage
-from .otel_spans import NotOneRun, Span, first, no_run, spans_of
+from .otel_spans import NotOneRun, Span, first, no_run, spans_of, wall_ms
 
 FORMAT = "otel"
 NOT_CAPTURED = "<not captured>"
@@ -93,6 +95,7 @@ class _Execution(NamedTuple):
     result: Any
     has_result: bool
     error: bool
+    duration_ms: float | None
 
 
 def read(doc: Any, *, auto: bool = False) -> Trajectory:
@@ -107,9 +110,9 @@ def read(doc: Any, *, auto: bool = False) -> Trajectory:
             steps.append(_execution(span))
     if not steps:
         raise NotOneRun(no_run(spans))
-    if any(isinstance(step, _Execution) for step in steps):
-        return _from_executions(steps)
-    return _from_requests([step for step in steps if isinstance(step, _Turn)])
+    executed = any(isinstance(step, _Execution) for step in steps)
+    run = _from_executions(steps) if executed else _from_requests([s for s in steps if isinstance(s, _Turn)])
+    return dataclasses.replace(run, wall_ms=wall_ms(spans))
 
 
 # Span kinds
@@ -302,7 +305,7 @@ def _execution(span: Span) -> _Execution:
     raw = first(attrs, "gen_ai.tool.call.result", "output.value", "gcp.vertex.agent.tool_response")
     result, message_id, message_error = _tool_message(_structured(raw))
     return _Execution(str(name), args, call_id if call_id is not None else _id(message_id), result, raw is not None,
-                      span.failed or message_error)  # fmt: skip
+                      span.failed or message_error, span.duration_ms)  # fmt: skip
 
 
 def _id(value: Any) -> Any:
@@ -341,8 +344,9 @@ def _from_executions(steps: list[_Turn | _Execution]) -> Trajectory:
         executions.append(step)
     trajectory = builder.finish(FORMAT)
     calls = tuple(
-        call._replace(result=e.result, has_result=True, error=e.error) if e.has_result
-        else call._replace(result=answers.get(e.call_id), has_result=e.call_id in answers, error=e.error)
+        call._replace(result=e.result, has_result=True, error=e.error, duration_ms=e.duration_ms) if e.has_result
+        else call._replace(result=answers.get(e.call_id), has_result=e.call_id in answers, error=e.error,
+                           duration_ms=e.duration_ms)
         for call, e in zip(trajectory.calls, executions)
     )  # fmt: skip
     return dataclasses.replace(trajectory, calls=calls)

@@ -53,6 +53,13 @@ class Span:
     oi_kind: str | None
     start: int | None
     failed: bool
+    times: tuple[int, int] | None = None
+    """Start and end in nanoseconds since the epoch, where both were recorded in a known unit."""
+
+    @property
+    def duration_ms(self) -> float | None:
+        """How long the span took, in milliseconds, where its times were recorded."""
+        return None if self.times is None else (self.times[1] - self.times[0]) / 1e6
 
 
 
@@ -129,7 +136,20 @@ def _span(raw: dict[str, Any], index: int) -> Span:
         _hex_id(_field(raw, "parentSpanId", "parent_span_id", "parent_id")[1]),
         _hex_id(trace), (trace_key, str(trace)), oi_kind.upper() if isinstance(oi_kind, str) else None,
         _start(_field(raw, "startTimeUnixNano", "start_time_unix_nano", "start_time")[1]), _failed(raw, attrs),
+        _times(raw),
     )  # fmt: skip
+
+
+def _times(raw: dict[str, Any]) -> tuple[int, int] | None:
+    """Start and end in nanoseconds: OTLP's ``*UnixNano`` or ISO times (a bare number under ``start_time`` has no
+    known unit); None when either is missing or the end comes first."""
+    start_key, start = _field(raw, "startTimeUnixNano", "start_time_unix_nano", "start_time")
+    end_key, end = _field(raw, "endTimeUnixNano", "end_time_unix_nano", "end_time")
+    if start is None or end is None or any(k.endswith("_time") and not isinstance(v, str)
+                                           for k, v in ((start_key, start), (end_key, end))):  # fmt: skip
+        return None
+    begun, ended = _start(start), _start(end)
+    return (begun, ended) if begun is not None and ended is not None and ended >= begun else None
 
 
 
@@ -262,6 +282,12 @@ def _check_one_trace(spans: list[Span]) -> None:
 
 
 
+def wall_ms(spans: list[Span]) -> float | None:
+    """From the first span's start to the last one's end, in milliseconds; None when no span recorded its times."""
+    times = [span.times for span in spans if span.times is not None]
+    return (max(end for _, end in times) - min(start for start, _ in times)) / 1e6 if times else None
+
+
 def no_run(spans: list[Span]) -> str:
     """What a trace without LLM or tool spans lacks, for the error message."""
     names = ", ".join(repr(span.name) for span in spans[:4]) + (", …" if len(spans) > 4 else "")
@@ -277,3 +303,13 @@ def spans_of(doc: Any) -> list[Span]:
     spans = _ordered([_span(raw, i) for i, raw in enumerate(_raw_spans(doc))])
     _check_one_trace(spans)
     return spans
+
+
+def trace_groups(doc: Any) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The spans of a document grouped by trace id, in order of first appearance, each a list of raw spans that
+    reads as one run (bulk sources' ``each: trace``); spans without a trace id form one group named ``-``."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for raw in _raw_spans(doc):
+        trace = _hex_id(_field(raw, "traceId", "trace_id", "context.trace_id")[1])
+        groups.setdefault(trace if trace is not None else "-", []).append(raw)
+    return list(groups.items())

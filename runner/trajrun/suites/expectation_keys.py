@@ -1,4 +1,4 @@
-"""Checked parsing of expectation parts (steps, tools, calls, budget) from YAML data into models.
+"""Checked parsing of expectation parts (steps, tools, calls, budget, latency) from YAML data into models.
 
 Every problem is reported through a ``Ctx`` at its key path, and parsing goes on, so a user
 sees all the errors of a file at once. The suite loader and the golden-file reader share this.
@@ -243,6 +243,28 @@ def parse_calls(value: Any, path: Path, ctx: Ctx) -> dict[str, CountBound]:
         else:
             exact = ctx.count(spec, where, f"the call count of '{tool}' (a number or {{min, max}})")
             out[tool] = CountBound(exact, exact)
+    return out
+
+
+def parse_latency(value: Any, path: Path, ctx: Ctx) -> dict[str, float]:
+    """Upper bounds in milliseconds: ``{tool: {max_ms: N}}``, and ``total`` for the whole run."""
+    if not ctx.check(value, dict, path, "latency must be a map of tool names (or total) to {max_ms: N}"):
+        return {}
+    out = {}
+    for name, bound in value.items():
+        where = (*path, name)
+        if not ctx.check(bound, dict, where, f"latency of '{name}' must be a map {{max_ms: N}}"):
+            continue
+        known = ctx.keys(bound, ("max_ms",), where, f"in latency of '{name}'")
+        limit = known.get("max_ms")
+        if "max_ms" not in known:
+            if len(known) == len(bound):  # a misspelt max_ms is reported as such already
+                ctx.error(where, f"latency of '{name}' needs max_ms, the most milliseconds it may take")
+        elif ctx.check(limit, (int, float), (*where, "max_ms"), "max_ms must be a number of milliseconds"):
+            if limit > 0:
+                out[str(name)] = float(limit)
+            else:
+                ctx.error((*where, "max_ms"), f"max_ms must be above 0, found {limit}")
     return out
 
 

@@ -12,11 +12,14 @@ from typing import Any, Mapping
 
 from ..errors import SpecError, SuiteError, SuiteErrors, kind
 from ..match.expectation import ARGS_MODES, MODES, ORDERED_MODES, UNSET, Expectation, JudgeSpec
+from ..sources.checkpoints import SUFFIXES as DATABASE_SUFFIXES
+from ..sources.extras import requirement_problem
 from ..yaml_core import Path as KeyPath
+from .bulk_keys import BULK_KEYS, bulk_fields, bulk_problems, check_bulk_case
 from .document import Ctx, raise_errors, read_document
-from .expectation_keys import jsonpath_problem, parse_budget, parse_calls, parse_steps, parse_tools
+from .expectation_keys import jsonpath_problem, parse_budget, parse_calls, parse_latency, parse_steps, parse_tools
 from .golden import golden_outside, load_golden
-from .model import DEFAULT_TIMEOUT, FORMATS, Case, JudgeSettings, Source, Suite
+from .model import CAPTURES, DEFAULT_TIMEOUT, FORMATS, Case, JudgeSettings, Source, Suite
 from .schema import schema_text
 from .templating import MAX_CASES, case_name, expand_parametrize, merge_defaults, render_tree, variables
 
@@ -25,13 +28,15 @@ __all__ = ["load_suite", "validate_suite", "read_document", "schema_text"]
 TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "judge_defaults", "cases")
 CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
              "budget", "nodes", "answer", "judge", "threshold", "repeat", "pass_rate", "parametrize", "tags", "skip",
-             "xfail")
-ASSERTING = ("steps", "golden", "never", "before", "calls", "budget", "nodes", "answer", "judge")
+             "xfail", "requires", "latency")
+ASSERTING = ("steps", "golden", "never", "before", "calls", "budget", "nodes", "answer", "judge", "latency")
 JUDGE_KEYS = ("rubric", "reference", "threshold", "model")
 JUDGE_DEFAULT_KEYS = ("model", "base_url", "api_key", "timeout", "retries", "temperature")
-SOURCE_KEYS = ("file", "format", "select", "record", "messages", "command", "timeout", "python", "args")
+SOURCE_KEYS = ("file", "format", "select", "record", "messages", "command", "timeout", "python", "args", "thread",
+               "checkpoint", "capture", *BULK_KEYS)
 SOURCE_KINDS = ("file", "messages", "command", "python")
-_ONLY_WITH = {"record": ("file",), "timeout": ("command", "python"), "args": ("python",)}
+_ONLY_WITH = {"record": ("file",), "timeout": ("command", "python"), "args": ("python",), "thread": ("file",),
+              "checkpoint": ("file",), "capture": ("command", "python")}
 _NOT_RENDERED = ("source", "messages")
 MAX_SUITE_CASES = 100_000
 """The most cases one suite file may hold after ``parametrize`` (counted before any is built)."""
@@ -207,8 +212,9 @@ class _CaseBuilder:
                           "messages, command or python), or set one in defaults")
         if not misspelt and not any(key in case for key in ASSERTING):
             ctx.error((), f"case '{self.name}' asserts nothing: add steps, golden, never, before, calls, budget, "
-                          "nodes, answer or judge")
+                          "nodes, answer, judge or latency")
         tags = suite_tags + (ctx.names(case["tags"], ("tags",), "tags") if "tags" in case else ())
+        check_bulk_case(case, source, ctx)
         return Case(
             name=self.name,
             source=source,
@@ -217,6 +223,7 @@ class _CaseBuilder:
             tags=tuple(dict.fromkeys(tags)),
             skip=self._reason("skip"),
             xfail=self._reason("xfail"),
+            requires=self._requires(),
             repeat=self._repeat(source),
             pass_rate=self._share("pass_rate", 1.0),
             loc=ctx.loc(()),
@@ -244,6 +251,7 @@ class _CaseBuilder:
             answer=ctx.compiled(case["answer"], ("answer",)) if "answer" in case else UNSET,
             threshold=threshold,
             judge=self._judge(),
+            latency=parse_latency(case["latency"], ("latency",), ctx) if "latency" in case else {},
         )
 
     def _judge(self) -> JudgeSpec | None:
@@ -342,6 +350,22 @@ class _CaseBuilder:
             return ""
         return value if self.ctx.check(value, str, (key,), f"{key} must be a reason (text) or true") else None
 
+    def _requires(self) -> tuple[str, ...]:
+        """``requires``: extras (``trajrun[otel]``) and modules without which the case is skipped."""
+        value = self.case.get("requires", [])
+        if not self.ctx.check(value, list, ("requires",), "requires must be a list of extras such as 'trajrun[otel]' "
+                                                          "and Python module names"):
+            return ()
+        good = []
+        for i, item in enumerate(value):
+            problem = requirement_problem(item) if isinstance(item, str) else (
+                f"expected an extra such as 'trajrun[otel]' or a Python module name, found {kind(item)}")
+            if problem:
+                self.ctx.error(("requires", i), problem)
+            else:
+                good.append(item)
+        return tuple(good)
+
     def _repeat(self, source: Source | None) -> int | None:
         """``repeat``: a count of at least 1, for live sources only."""
         if "repeat" not in self.case:
@@ -432,7 +456,26 @@ def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path)
     if "messages" in value and ctx.check(value["messages"], (list, dict), (*path, "messages"),
                                          "messages must be a list of messages or a document map"):
         out["messages"] = value["messages"]
+    _picking_fields(value, path, ctx, out)
+    bulk_fields(value, path, ctx, out)
     return out
+
+
+def _picking_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, out: dict[str, Any]) -> None:
+    """``thread`` and ``checkpoint`` (of a LangGraph database file), ``capture`` (a live source's spans)."""
+    for key in ("thread", "checkpoint"):
+        if key in value and ctx.check(value[key], (str, int), (*path, key), f"{key} must be an id"):
+            out[key] = str(value[key])
+            file = out.get("file")
+            if file is not None and file.suffix.lower() not in DATABASE_SUFFIXES:
+                databases = ", ".join(DATABASE_SUFFIXES)
+                ctx.error((*path, key), f"{key} picks a checkpoint in a LangGraph database ({databases}); {file.name} "
+                                        f"is not one — remove {key}", key=True)  # fmt: skip
+    if "capture" in value:
+        out["capture"] = ctx.choice(value["capture"], CAPTURES, (*path, "capture"), "capture")
+        if out["capture"] is not None and out.get("format", "auto") not in ("auto", "otel"):
+            ctx.error((*path, "format"), "capture: otlp reads the OpenTelemetry spans the agent exports; format "
+                                         f"must be auto or otel, found {out['format']}")  # fmt: skip
 
 
 def validate_suite(suite: Suite) -> list[SuiteError]:
@@ -440,7 +483,9 @@ def validate_suite(suite: Suite) -> list[SuiteError]:
     problems: list[SuiteError] = []
     for case in suite.cases:
         if case.source is not None and case.source.file is not None and not case.source.file.exists():
-            problems.append(SuiteError(f"source file {case.source.file} does not exist", case.source.loc))
+            if case.source.each is None:
+                problems.append(SuiteError(f"source file {case.source.file} does not exist", case.source.loc))
+            problems.extend(bulk_problems(case.source))
         if case.golden is None:
             continue
         if not case.golden.exists():

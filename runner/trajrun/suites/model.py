@@ -12,6 +12,8 @@ from ..sources import FORMATS as _READABLE
 
 FORMATS: tuple[str, ...] = ("auto", *_READABLE)
 """The names a source's ``format`` may take: every format a reader exists for, and ``auto``."""
+CAPTURES = ("otlp",)
+"""What a live source's ``capture`` may name: where its run is read from instead of its output."""
 SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
 """What a suite file's name ends with (``trajrun run`` and the pytest plugin collect these)."""
 DEFAULT_TIMEOUT = 300.0
@@ -22,7 +24,9 @@ class Source:
     """Where a case's actual run comes from: exactly one of ``file``, ``messages``, ``command``, ``python``.
 
     ``file`` is resolved against the suite's folder; ``messages`` is an inline document used as
-    written (never templated); ``args`` are the keyword arguments of a ``python`` callable.
+    written (never templated); ``args`` are the keyword arguments of a ``python`` callable;
+    ``thread`` and ``checkpoint`` pick a checkpoint of a LangGraph database; ``capture`` (``otlp``)
+    reads a live source's run from the OpenTelemetry spans it exports instead of its output.
     """
 
     file: Path | None = None
@@ -35,6 +39,15 @@ class Source:
     python: str | None = None
     args: Mapping[str, Any] = field(default_factory=dict)
     loc: Location = field(default_factory=lambda: Location(""))
+    thread: str | None = None
+    checkpoint: str | None = None
+    capture: str | None = None
+    each: str | None = None
+    """A bulk source: ``record``, ``file`` or ``trace`` makes the case run once per record (``file`` may be a glob)."""
+    id: str | None = None
+    """A bulk source's JSONPath naming each record (default: its file and line)."""
+    url: str | None = None
+    """A bulk source's fsspec URL (``s3://…``, ``memory://…``), kept as written; ``file`` is then ``None``."""
 
     @property
     def live(self) -> bool:
@@ -47,7 +60,8 @@ class Case:
     """One test case: a source, what it must satisfy, and how it is selected and reported.
 
     ``tags`` are the suite's, the defaults' and the case's own (de-duplicated, in that order);
-    ``golden`` is the golden file (its steps are read at run time); ``skip``/``xfail`` hold a reason.
+    ``golden`` is the golden file (its steps are read at run time); ``skip``/``xfail`` hold a reason;
+    ``requires`` names extras (``trajrun[otel]``) and modules without which the case is skipped.
     """
 
     name: str
@@ -60,6 +74,7 @@ class Case:
     repeat: int | None = None
     pass_rate: float = 1.0
     loc: Location = field(default_factory=lambda: Location(""))
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

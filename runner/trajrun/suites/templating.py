@@ -19,7 +19,7 @@ from ..yaml_core import YamlProblem, load_text, resolve_plain
 Path = tuple[Union[str, int], ...]
 
 
-MERGED_KEYS = ("tools", "calls", "budget")
+MERGED_KEYS = ("tools", "calls", "budget", "latency")
 MAX_CASES = 100_000
 """The most cases one ``parametrize`` may make (counted before any is built)."""
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")

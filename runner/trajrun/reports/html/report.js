@@ -124,6 +124,7 @@
     const parts = [c.name, c.id, SUITES[si].name, c.message];
     for (const call of c.trajectory?.tool_calls || []) parts.push(call.name, text(call.args));
     for (const step of c.steps?.expected || []) parts.push(step.name, step.args == null ? "" : text(step.args));
+    for (const r of c.bulk?.worst || []) parts.push(r.record, r.message);
     return (state.hay[i] = parts.join("\n").toLowerCase());
   }
 
@@ -191,7 +192,8 @@
       h("span", {class: `badge o-${c.outcome}`}, WORDS[c.outcome] || c.outcome),
       h("span", {class: "cname", title: c.id}, h("span", {class: "csuite"}, SUITES[si].name), c.name),
       h("span", {class: "cmsg"}, c.outcome === "passed" ? "" : c.message),
-      h("span", {class: "cmeta"}, tokens != null ? `${fmt(tokens)} tok · ` : "", duration(c.duration)));
+      h("span", {class: "cmeta"}, tokens != null ? `${fmt(tokens)} tok · ` : "",
+        c.bulk ? `${fmt(c.bulk.records)} records · ` : "", duration(c.duration)));
     const sec = h("section", {class: `case o-${c.outcome}${open ? " open" : ""}`, "data-idx": i, "data-outcome": c.outcome}, head);
     head.addEventListener("click", () => setOpen(sec, !state.open.has(i)));
     head.addEventListener("keydown", (e) => {
@@ -222,6 +224,7 @@
     ];
     if (items.length) body.append(h("ul", {class: "checks"}, items));
     if (c.judge) body.append(judgeEl(c.judge));
+    if (c.bulk) body.append(bulkEl(c.bulk));
     const table = c.trajectory || c.steps ? timeline(c) : null;
     if (table) body.append(table);
     body.append(facts(c));
@@ -242,6 +245,27 @@
     return h("div", {class: `judge ${j.passed ? "j-pass" : "j-fail"}`},
       h("b", null, "judge"), " score ", h("span", {class: "j-score"}, head), who ? ` (${who})` : "",
       j.reasoning ? h("p", {class: "j-reasoning"}, j.reasoning) : null);
+  }
+
+  /** A bulk case: records per outcome as a bar, failures by check, and the first failing records. */
+  function bulkEl(b) {
+    const counts = {passed: b.passed, failed: b.failed, error: b.error};
+    const share = b.records ? `${(100 * b.passed / b.records).toFixed(2)}% passed` : "no records";
+    const rate = b.pass_rate < 1 ? ` (pass_rate ${b.pass_rate})` : "";
+    const checks = Object.entries(b.by_check || {});
+    const worst = b.worst || [];
+    return h("div", {class: "bulk"},
+      h("p", null, h("b", null, `${fmt(b.records)} records`), ` from ${fmt(b.files)} file${b.files === 1 ? "" : "s"} · `,
+        `${fmt(b.passed)} passed · ${fmt(b.failed)} failed · ${fmt(b.error)} erred · ${share}${rate}`),
+      b.records ? bar(counts, b.records) : null,
+      checks.length ? h("table", {class: "bulk-checks"}, h("thead", null, h("tr", null, h("th", null, "failed check"), h("th", null, "records"))),
+        h("tbody", null, checks.map(([label, n]) => h("tr", null, h("td", {class: "mono"}, label), h("td", {class: "num"}, fmt(n)))))) : null,
+      worst.length ? h("table", {class: "bulk-worst"},
+        h("caption", null, worst.length < b.failed + b.error ? `first ${worst.length} failing records` : "failing records"),
+        h("thead", null, h("tr", null, ["record", "outcome", "message"].map((t) => h("th", null, t)))),
+        h("tbody", null, worst.map((r) => h("tr", {class: `o-${r.outcome}`},
+          h("td", {class: "mono"}, r.record), h("td", null, h("span", {class: `badge o-${r.outcome}`}, WORDS[r.outcome] || r.outcome)),
+          h("td", null, r.message))))) : null);
   }
 
   function facts(c) {

@@ -1,0 +1,235 @@
+"""Bulk sources: the partitions of the files a case reads with ``each``, and the records of one partition.
+
+``each: record`` reads every JSONL line (or every item of a file whose top level is a list),
+``each: file`` every file as one document, ``each: trace`` every trace of an OpenTelemetry file
+(its spans grouped by trace id). Work is cut into **partitions**: a whole file, or a byte range of a
+large uncompressed JSONL file, split on line boundaries (a partition owns the lines that *start*
+in its range). A worker reads its partition itself and nothing else, streaming JSONL line by line.
+
+A record that cannot be read (bad JSON, a corrupt gzip member, a line past the size limit) is a
+``Record`` carrying the reason instead of a document, so it becomes an error of that record only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, NamedTuple
+
+from ..errors import SourceError
+from ..limits import max_source_bytes
+from .builder import NotThisFormat, describe
+from .documents import apply_select, document_kind, parse_json, parse_yaml
+from .otel_spans import NotOneRun, trace_groups
+from .streams import Lost, expand, gunzip_chunks, is_url, lines, open_binary, raw_chunks, size_of
+
+EACH = ("record", "file", "trace")
+"""What one record of a bulk source is: a JSONL line or list item, a whole file, an OpenTelemetry trace."""
+SPLIT_BYTES = 32 << 20
+"""An uncompressed JSONL file larger than this is split into byte ranges of about this size."""
+_SIMPLE_PATH = re.compile(r"^\$(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """A share of a bulk source's work: a file, or the byte range ``[start, end)`` of an uncompressed JSONL file."""
+
+    path: str
+    start: int = 0
+    end: int | None = None
+
+
+class Record(NamedTuple):
+    """One record of a partition: ``key`` names it (a line number within the partition, counted from 1, which
+    the caller turns into the file's line; or a final name such as ``file[3]``); ``doc`` is the document, or
+    ``None`` when ``error`` says why it could not be read."""
+
+    key: int | str
+    doc: Any
+    error: str | None = None
+
+
+def files_of(location: str) -> list[str]:
+    """The files a bulk source names; none is a ``SourceError`` saying what was looked for."""
+    found = expand(location)
+    if not found:
+        where = "" if is_url(location) else " (relative paths resolve against the suite's folder)"
+        raise SourceError(f"no file matches {location!r}; check the path or pattern{where}", location)
+    return found
+
+
+def partitions(files: list[str], each: str, workers: int = 1, split: int | None = None) -> list[Partition]:
+    """The partitions of ``files``, in order; with ``each: record``, large uncompressed JSONL files are split so
+    that ``workers`` processes share them (``split`` bytes at most per range; default about ``SPLIT_BYTES``)."""
+    out: list[Partition] = []
+    for path in files:
+        size = size_of(path) if each == "record" and _splittable(path) else 0
+        step = split or max(1 << 20, min(SPLIT_BYTES, size // max(1, 4 * workers) + 1))
+        if size <= step:
+            out.append(Partition(path))
+            continue
+        out.extend(Partition(path, start, min(start + step, size)) for start in range(0, size, step))
+    return out
+
+
+def _splittable(path: str) -> bool:
+    """Whether a file can be read from a byte offset: uncompressed JSONL."""
+    try:
+        return document_kind(PurePosixPath(path)) == ("jsonl", False)  # type: ignore[arg-type]
+    except SourceError:
+        return False
+
+
+class PartitionReader:
+    """The records of one partition, in order, as an iterable; ``lines`` counts the JSONL lines read so far
+    (blank ones too), which line numbers in the file's next partition start after."""
+
+    def __init__(self, part: Partition, each: str) -> None:
+        self.part, self.each, self.lines = part, each, 0
+
+    def __iter__(self) -> Iterator[Record]:
+        """Every record; what cannot be read is a ``Record`` with an error."""
+        path = self.part.path
+        try:
+            kind, zipped = document_kind(PurePosixPath(path))  # type: ignore[arg-type]
+            if self.each == "record" and kind == "jsonl":
+                yield from self._jsonl(zipped)
+            elif self.each == "record":
+                yield from _list_records(path, kind, zipped)
+            elif self.each == "trace":
+                yield from _trace_records(path, kind, zipped)
+            else:
+                yield Record(path, _whole(path, kind, zipped))
+        except SourceError as exc:
+            yield Record(path, None, exc.message)
+        except OSError as exc:
+            yield Record(path, None, f"cannot read the file: {exc.strerror or exc}")
+
+    def _jsonl(self, zipped: bool) -> Iterator[Record]:
+        """The JSONL lines the partition owns, numbered from 1 within it; blank lines are no records but count."""
+        part, limit = self.part, max_source_bytes()
+        with open_binary(part.path) as stream:
+            if zipped:
+                stream_lines = lines(gunzip_chunks(stream), limit)
+            else:
+                first = _first_line_start(stream, part.start) if part.start else 0
+                stream_lines = lines(raw_chunks(stream, first), limit, first)
+            end = part.end
+            for number, (offset, data) in enumerate(stream_lines, 1):
+                if end is not None and offset >= end:
+                    return
+                self.lines = number
+                if isinstance(data, Lost):
+                    yield Record(number, None, data.reason)
+                elif data and not data.isspace():
+                    yield _decoded(number, data)
+
+
+def _first_line_start(stream: Any, start: int) -> int:
+    """The offset of the first line starting at or after ``start`` (the line holding byte ``start - 1`` belongs
+    to the partition before)."""
+    stream.seek(start - 1)
+    offset = start - 1
+    while chunk := stream.read(1 << 16):
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return offset + found + 1
+        offset += len(chunk)
+    return offset
+
+
+def _decoded(number: int, data: bytes) -> Record:
+    """One JSONL line as a record: its document, or why it is not JSON."""
+    try:
+        return Record(number, json.loads(data))
+    except json.JSONDecodeError as exc:
+        found = data[exc.pos : exc.pos + 20].decode("utf-8", "replace")
+        return Record(number, None, f"invalid JSON at column {exc.colno}: {exc.msg}, found {found!r}" if found else
+                      f"invalid JSON at column {exc.colno}: {exc.msg}, found the end of the line")  # fmt: skip
+    except UnicodeDecodeError as exc:
+        return Record(number, None, f"the line is not UTF-8 text: {exc.reason} at byte {exc.start}")
+    except (RecursionError, ValueError):  # nesting or integer digits: documents words it
+        try:
+            parse_json(data.decode("utf-8", "replace"), "", 1)
+        except SourceError as exc:
+            return Record(number, None, str(exc).replace("at line 1, ", "at "))
+        return Record(number, None, "invalid JSON")
+
+
+def _whole(path: str, kind: str, zipped: bool) -> Any:
+    """A whole file as one document (JSONL: the list of its lines), held up to ``TRAJRUN_MAX_SOURCE_BYTES``."""
+    limit = max_source_bytes()
+    with open_binary(path) as stream:
+        chunks = gunzip_chunks(stream) if zipped else raw_chunks(stream)
+        if kind == "jsonl":
+            return [_line_document(data, n, path) for n, (_, data) in enumerate(lines(chunks, limit), 1)
+                    if isinstance(data, Lost) or (data and not data.isspace())]  # fmt: skip
+        data = bytearray()
+        for chunk in chunks:
+            if isinstance(chunk, Lost):
+                raise SourceError(chunk.reason, path)
+            data += chunk
+            if len(data) > limit:
+                raise SourceError(f"the file decompresses to more than {limit:,} bytes, the limit on one source "
+                                  "document; set TRAJRUN_MAX_SOURCE_BYTES to read it", path)  # fmt: skip
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"the file is not UTF-8 text: {exc.reason} at byte {exc.start}", path) from None
+    return parse_yaml(text, path) if kind == "yaml" else parse_json(text, path)
+
+
+def _line_document(data: bytes | Lost, number: int, path: str) -> Any:
+    """One line of a JSONL file read whole; a line that cannot be read stops the file."""
+    if isinstance(data, Lost):
+        raise SourceError(f"line {number}: {data.reason}", path)
+    record = _decoded(number, data)
+    if record.error:
+        raise SourceError(f"line {number}: {record.error}", path)
+    return record.doc
+
+
+def _list_records(path: str, kind: str, zipped: bool) -> Iterator[Record]:
+    """The items of a file whose top level is a list, named ``file[i]``."""
+    doc = _whole(path, kind, zipped)
+    if not isinstance(doc, list):
+        raise SourceError(f"each: record reads JSONL lines or the items of a top-level list, found {describe(doc)}; "
+                          "use each: file to read the file as one run", path)  # fmt: skip
+    for index, item in enumerate(doc):
+        yield Record(f"{path}[{index}]", item)
+
+
+def _trace_records(path: str, kind: str, zipped: bool) -> Iterator[Record]:
+    """Each trace of an OpenTelemetry file (its spans grouped by trace id), named ``file:trace id``."""
+    try:
+        groups = trace_groups(_whole(path, kind, zipped))
+    except (NotThisFormat, NotOneRun) as exc:
+        raise SourceError(f"each: trace reads the traces of an OpenTelemetry file, but this one is not: "
+                          f"{getattr(exc, 'reason', exc)}; use each: record or each: file", path) from None
+    for trace_id, spans in groups:
+        yield Record(f"{path}:{trace_id}", spans)
+
+
+def compile_path(text: str | None) -> Callable[[Any], Any] | None:
+    """A JSONPath as a function of a document (``select`` and ``id``); ``$.a.b`` is plain dict lookups, which a
+    bulk run applies a million times, and anything else (or a miss) goes through ``apply_select``."""
+    if text is None:
+        return None
+    keys = text[2:].split(".") if _SIMPLE_PATH.match(text) else None
+
+    def find(doc: Any, origin: str = "") -> Any:
+        """The node(s) the path names in ``doc``; a ``SourceError`` when none."""
+        if keys is not None:
+            node = doc
+            for key in keys:
+                if not isinstance(node, dict) or key not in node:
+                    break
+                node = node[key]
+            else:
+                return node
+        return apply_select(doc, text, origin)
+
+    return find

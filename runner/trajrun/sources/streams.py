@@ -1,0 +1,187 @@
+"""Byte streams for bulk sources: files a glob or fsspec URL names, gzip that survives a corrupt member, lines.
+
+Plain paths and globs need nothing beyond Python; a URL (``s3://…``, ``file://…``, ``memory://…``)
+is opened through fsspec when it is installed (``pip install 'trajrun[dask]'``). Everything is read
+in chunks, so memory stays flat however large a file is: a line is held whole only up to
+``TRAJRUN_MAX_SOURCE_BYTES``, past which it is reported and skipped.
+
+A gzip file is read member by member. Where a member is corrupt, its records are lost, but reading
+resumes at the next member's header, so one bad block never hides the rest of a log.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import zlib
+from collections.abc import Iterator
+from typing import IO, NamedTuple
+
+from ..errors import SourceError
+from ..limits import MAX_SOURCE_BYTES_VAR
+
+CHUNK = 1 << 20
+"""Bytes read from a file at a time."""
+GZIP_MAGIC = b"\x1f\x8b\x08"
+_GLOB = frozenset("*?[")
+FSSPEC_HINT = "install fsspec (pip install 'trajrun[dask]', plus the filesystem's package, such as s3fs for s3://)"
+
+
+class Lost(NamedTuple):
+    """A stretch of a file that could not be read (a corrupt gzip member, a line past the limit): why."""
+
+    reason: str
+
+
+def is_url(location: str) -> bool:
+    """Whether ``location`` names a filesystem by protocol (``s3://…``, ``memory://…``), for fsspec."""
+    head, sep, _ = location.partition("://")
+    return bool(sep) and head.replace("+", "").replace("-", "").isalnum() and len(head) > 1
+
+
+def has_glob(location: str) -> bool:
+    """Whether ``location`` holds glob characters (``*``, ``?``, ``[``)."""
+    return not _GLOB.isdisjoint(location)
+
+
+def _fsspec() -> object:
+    """The fsspec module, or a ``SourceError`` saying how to install it."""
+    try:
+        import fsspec  # deferred: optional, only URLs need it
+    except ImportError:
+        raise SourceError(f"reading a URL needs fsspec, which is not installed; {FSSPEC_HINT}") from None
+    return fsspec
+
+
+def expand(location: str) -> list[str]:
+    """The files ``location`` names, sorted: a glob's matches (``**`` recursive), a URL's, or the path itself."""
+    if is_url(location):
+        fsspec = _fsspec()
+        try:
+            fs, path = fsspec.core.url_to_fs(location)  # type: ignore[attr-defined]
+            names = fs.glob(path) if has_glob(path) else ([path] if fs.exists(path) else [])
+            return sorted(fs.unstrip_protocol(name) for name in names if not fs.isdir(name))
+        except (OSError, ValueError, ImportError) as exc:
+            raise SourceError(f"cannot list {location}: {type(exc).__name__}: {exc}", location) from None
+    if has_glob(location):
+        return sorted(name for name in glob.glob(location, recursive=True) if os.path.isfile(name))
+    return [location] if os.path.isfile(location) else []
+
+
+def size_of(path: str) -> int:
+    """The size of a file in bytes (0 when it cannot be told)."""
+    try:
+        if is_url(path):
+            fs, inner = _fsspec().core.url_to_fs(path)  # type: ignore[attr-defined]
+            return int(fs.size(inner) or 0)
+        return os.path.getsize(path)
+    except (OSError, ValueError, TypeError):
+        return 0
+
+
+def open_binary(path: str) -> IO[bytes]:
+    """A file opened for reading bytes, through fsspec for a URL."""
+    if is_url(path):
+        return _fsspec().open(path, "rb").open()  # type: ignore[attr-defined, no-any-return]
+    return open(path, "rb")
+
+
+def raw_chunks(stream: IO[bytes], start: int = 0) -> Iterator[bytes]:
+    """The bytes of ``stream`` from offset ``start``, a chunk at a time."""
+    if start:
+        stream.seek(start)
+    while chunk := stream.read(CHUNK):
+        yield chunk
+
+
+def gunzip_chunks(stream: IO[bytes]) -> Iterator[bytes | Lost]:
+    """Decompressed chunks of a (multi-member) gzip stream; a corrupt member gives a ``Lost`` and reading resumes
+    at the next member header found after it."""
+    member_start, position = 0, 0
+    inflate = zlib.decompressobj(wbits=31)
+    for chunk in raw_chunks(stream):
+        data, base = chunk, position
+        position += len(chunk)
+        while data:
+            try:
+                out = inflate.decompress(data)
+            except zlib.error as exc:
+                lost = f"bytes from {member_start:,} of the compressed file are not valid gzip ({exc})"
+                resume = _next_member(stream, member_start + 1)
+                yield Lost(lost + (f"; reading resumed at the member at byte {resume:,}" if resume >= 0 else ""))
+                if resume < 0:
+                    return
+                stream.seek(resume)
+                member_start, position, inflate = resume, resume, zlib.decompressobj(wbits=31)
+                break
+            if out:
+                yield out
+            if not inflate.eof:
+                break
+            data = inflate.unused_data
+            member_start = base + len(chunk) - len(data)
+            inflate = zlib.decompressobj(wbits=31)
+            if data and not data.startswith(GZIP_MAGIC[: len(data)]):
+                yield Lost(f"bytes from {member_start:,} of the compressed file are not gzip (trailing garbage)")
+                return
+    if not inflate.eof and position > member_start:
+        yield Lost(f"the compressed file ends in the middle of a gzip member (from byte {member_start:,}): "
+                   "it was cut short")
+
+
+def _next_member(stream: IO[bytes], after: int) -> int:
+    """The offset of the next gzip member header at or after ``after``, or -1."""
+    stream.seek(after)
+    tail, offset = b"", after
+    while chunk := stream.read(CHUNK):
+        data = tail + chunk
+        found = data.find(GZIP_MAGIC)
+        if found >= 0:
+            return offset - len(tail) + found
+        tail = data[-(len(GZIP_MAGIC) - 1) :]
+        offset += len(chunk)
+    return -1
+
+
+class Line(NamedTuple):
+    """One line of a stream: its offset (in the decompressed bytes) and its bytes without the newline, or ``Lost``."""
+
+    offset: int
+    data: bytes | Lost
+
+
+def lines(chunks: Iterator[bytes | Lost], limit: int, offset: int = 0) -> Iterator[Line]:
+    """The lines of a chunked stream starting at ``offset``; a line past ``limit`` bytes is a ``Lost`` (and skipped).
+
+    A ``Lost`` chunk ends the line in progress, which is lost with it.
+    """
+    rest, skipped = b"", -1  # skipped: where a line past the limit began, while its end is being looked for
+    for chunk in chunks:
+        if isinstance(chunk, Lost):
+            yield Line(offset if skipped < 0 else skipped, chunk)
+            offset += len(rest)
+            rest, skipped = b"", -1
+            continue
+        data = rest + chunk if rest else chunk
+        parts = data.split(b"\n")
+        rest = parts.pop()
+        for part in parts:
+            if skipped >= 0 or len(part) > limit:
+                yield Line(offset if skipped < 0 else skipped, Lost(_too_long(limit)))
+                skipped = -1
+            else:
+                yield Line(offset, part)
+            offset += len(part) + 1
+        if len(rest) > limit:
+            skipped = offset if skipped < 0 else skipped
+            offset, rest = offset + len(rest), b""
+    if skipped >= 0:
+        yield Line(skipped, Lost(_too_long(limit)))
+    elif rest:
+        yield Line(offset, rest)
+
+
+def _too_long(limit: int) -> str:
+    """Why a line was skipped."""
+    return (f"the line holds more than {limit:,} bytes, the limit on one record; set {MAX_SOURCE_BYTES_VAR} to a "
+            "larger number of bytes to read it")
