@@ -11,3 +11,4 @@ PY="${PY:-/work/benchvenv/bin/python}"
 "$PY" bench/plot.py
 "$PY" bench/bench_memory.py
 "$PY" bench/bench_e2e.py
+"$PY" bench/bench_bulk.py
