@@ -290,3 +290,14 @@ def test_console_counts_records_on_a_terminal_and_wipes_the_count() -> None:
     quiet = io.StringIO()
     ConsoleReporter(quiet).records_progress("x", 1)
     assert quiet.getvalue() == ""
+
+
+def test_bulk_and_other_cases_keep_their_order_with_two_workers(tmp_path: Path) -> None:
+    write_logs(tmp_path, 60)
+    single = "  - name: one run\n    source: {messages: [{role: user, content: hi}]}\n    never: [refund_all]\n"
+    (tmp_path / "prod.suite.yaml").write_text(SUITE.replace("cases:\n", "cases:\n" + single) + single.replace("one", "two"))
+    runs = [run_paths([tmp_path], RunOptions(jobs=jobs, root=tmp_path)) for jobs in (1, 2)]
+    seen = [[(c.name, c.outcome, c.message) for c in run.cases] for run in runs]
+    assert seen[0] == seen[1]
+    assert [name for name, _, _ in seen[0]] == ["one run", "policies", "two run"]
+    assert seen[1][1][2] == "3 of 60 records failed: never (refund_all) 2, budget 1"

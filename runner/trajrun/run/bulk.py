@@ -30,7 +30,6 @@ from .bulk_results import Aggregate, BulkSummary
 from .execute import PendingCase
 from .results import CaseResult
 
-ENGINES = ("local", "dask")
 PENDING = "bulk-pending"
 """The ``check_type`` of a bulk case's stand-in result from a ``-j`` worker; the parent then runs the case."""
 
