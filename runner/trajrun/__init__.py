@@ -13,7 +13,7 @@ The public library API. Names load on first use, so ``import trajrun`` stays che
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: `import trajrun` stays cheap
 
 __version__ = "0.1.0"
 
@@ -53,7 +53,7 @@ _WHERE = {
 __all__ = ["__version__", *_WHERE]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """Import a public name's module on first use (PEP 562)."""
     module = _WHERE.get(name)
     if module is None:
