@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trajrun
@@ -16,11 +17,14 @@ from trajrun.run import dask_engine
 from trajrun.run.bulk import BulkOptions
 from trajrun.run.runner import RunOptions, run_paths
 
-distributed = pytest.importorskip("distributed")
+@pytest.fixture(scope="module")
+def distributed() -> Any:
+    """dask.distributed, imported by the worker that runs these tests rather than by every worker's collection."""
+    return pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
+def scheduler(distributed: Any) -> Iterator[str]:
     """The address of a two-process ``LocalCluster`` on 127.0.0.1."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
@@ -44,7 +48,7 @@ def test_dask_gives_the_same_outcomes_in_the_same_order_as_local(tmp_path: Path,
     assert dict(dask.bulk.by_check) == expected(range(400)) and dask.bulk.engine == "dask"
 
 
-def test_a_dask_bag_of_documents_is_evaluated_in_order(scheduler: str) -> None:
+def test_a_dask_bag_of_documents_is_evaluated_in_order(scheduler: str, distributed: Any) -> None:
     bag = pytest.importorskip("dask.bag")
     documents = bag.from_sequence([record(i) for i in range(200)], npartitions=4)
     with distributed.Client(scheduler):
@@ -53,7 +57,7 @@ def test_a_dask_bag_of_documents_is_evaluated_in_order(scheduler: str) -> None:
     assert [r.record for r in summary.worst] == ["0", "37", "74", "111", "148", "185"]
 
 
-def test_an_unreachable_scheduler_is_a_case_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_scheduler_is_a_case_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, distributed: Any) -> None:
     monkeypatch.setattr(dask_engine, "CONNECT_TIMEOUT", 0.5)
     write_logs(tmp_path, 10)
     case = run_bulk(tmp_path, "r.jsonl", engine="dask", scheduler="tcp://127.0.0.1:9")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import PROPERTY
 from trajrun.match.compatibility import Candidates
 from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import MODES, Expectation, Step
@@ -36,7 +37,7 @@ TEXTS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@PROPERTY
 @given(st.lists(TEXTS, max_size=5))
 def test_decode_all_agrees_with_decode_args(raws: list[Any]) -> None:
     """Any list of argument values decodes in one pass exactly as item by item."""
@@ -78,7 +79,7 @@ def test_plain_map_compiles_to_itself() -> None:
     assert compile_value({"$literal": {"$x": 1}}) == {"$x": 1}
 
 
-@settings(max_examples=300, deadline=None)
+@PROPERTY
 @given(MAPS, MAPS)
 def test_flat_comparisons_agree_with_the_general_ones(expected: dict[str, Any], actual: dict[str, Any]) -> None:
     """same_flat is canon equality and flat_match is compare_value, whenever the expected map is flat."""
@@ -107,7 +108,7 @@ def _general(expect: Expectation, traj: Trajectory) -> Any:
     return evaluate(expect, traj, shortcuts=False).steps
 
 
-@settings(max_examples=200, deadline=None)
+@PROPERTY
 @given(CALLS, st.sampled_from(["exact", "superset", "subset"]), st.booleans(), st.booleans())
 def test_shortcuts_report_what_the_general_matching_reports(
     calls: list[tuple[str, dict[str, Any], int]], rule: str, project: bool, swap: bool

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import PROPERTY
 from trajrun.match.evaluate import evaluate, f1
 from trajrun.match.expectation import ANY_ARGS, MODES, Expectation, Step
 from trajrun.match.values import compare_value
@@ -71,7 +72,7 @@ def oracle(mode: str, steps: list[Step], traj: Trajectory, rule: str) -> tuple[b
     return holds, best
 
 
-@settings(max_examples=300, deadline=None)
+@PROPERTY
 @given(st.lists(STEP, max_size=6), trajectories(), st.sampled_from(["exact", "superset", "subset", "ignore"]))
 def test_modes_agree_with_oracle(steps: list[Step], traj: Trajectory, rule: str) -> None:
     """Every mode's verdict and the F1 score equal the brute-force oracle's."""
@@ -82,7 +83,7 @@ def test_modes_agree_with_oracle(steps: list[Step], traj: Trajectory, rule: str)
         assert abs(ev.score - f1(mode, best, len(steps), len(traj.calls))) < 1e-9, mode
 
 
-@settings(max_examples=300, deadline=None)
+@PROPERTY
 @given(st.lists(STEP, max_size=6), trajectories(), st.sampled_from(["exact", "superset", "subset"]))
 def test_reported_pairs_are_valid(steps: list[Step], traj: Trajectory, rule: str) -> None:
     """Reported pairs are compatible and one to one; ordered modes keep turns non-decreasing."""
@@ -95,7 +96,7 @@ def test_reported_pairs_are_valid(steps: list[Step], traj: Trajectory, rule: str
             assert all(traj.calls[x].turn <= traj.calls[y].turn for x, y in zip(calls, calls[1:]))
 
 
-@settings(max_examples=200, deadline=None)
+@PROPERTY
 @given(st.lists(STEP, max_size=6), trajectories(), st.sampled_from(["exact", "superset", "subset", "ignore"]))
 def test_mode_implications(steps: list[Step], traj: Trajectory, rule: str) -> None:
     """strict implies unordered, which implies superset and subset; strict implies in_order."""
@@ -107,7 +108,7 @@ def test_mode_implications(steps: list[Step], traj: Trajectory, rule: str) -> No
     assert not verdict["unordered"] or (verdict["superset"] and verdict["subset"])
 
 
-@settings(max_examples=200, deadline=None)
+@PROPERTY
 @given(st.lists(CALL, max_size=6), st.lists(CALL, max_size=6))
 def test_superset_mirrors_subset(left: list[tuple[str, dict[str, Any]]], right: list[tuple[str, dict[str, Any]]]) -> None:
     """Under exact arguments superset(a, b) equals subset(b, a)."""
@@ -153,7 +154,7 @@ def grouped_steps(draw: Any) -> list[Step]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@PROPERTY
 @given(grouped_steps(), trajectories(), st.sampled_from(["exact", "superset", "subset"]))
 def test_ordered_diagnosis_is_the_optimal_alignment(steps: list[Step], traj: Trajectory, rule: str) -> None:
     """strict and in_order report the most pairs any turn-respecting alignment has (with parallel groups

@@ -14,8 +14,16 @@ from trajrun.errors import SourceError
 from trajrun.sources import extras, load_trajectory
 from trajrun.sources.documents import SHOW
 
-sys.path.insert(0, str(Path(__file__).parent / "data" / "agents"))
-from checkpoint_graph import write_database  # noqa: E402
+AGENTS = Path(__file__).parent / "data" / "agents"
+
+
+def write_database(path: Path, *threads: dict[str, list[str]]) -> None:
+    """Run the checkpointing StateGraph in tests/data/agents; imported here so only the worker running these pays
+    for importing LangGraph (1.7 s)."""
+    sys.path.insert(0, str(AGENTS))
+    from checkpoint_graph import write_database as write  # deferred: see the docstring
+
+    write(path, *threads)
 
 
 @pytest.fixture(scope="module")
