@@ -1,9 +1,17 @@
-"""End to end: ``trajrun run --junit-xml`` over 100 suites x 100 cases x 50-call message files, against a decode-only floor.
+"""End to end: ``trajrun run --junit-xml`` on two shapes of suite, against a decode-only floor and the peers.
 
-The floor is one process that only decodes the same files: every suite with yaml's CSafeLoader
-and every message file with json.load. Both are timed as whole processes (wall, start-up
-included), median of ``--runs`` (default 1: a full run takes minutes); trajrun with -j 1 and -j 2,
-as installed. Usage: ``python bench/bench_e2e.py``.
+* ``wide``: 100 suites x 100 cases, each with its own 50-call OpenAI message file, every call expected (half
+  exact, half partial arguments), modes cycling through all five.
+* ``deep``: one suite of 300 cases, each reading a 200-call OpenAI history and checking 20 expected steps
+  with partial arguments in ``superset`` mode.
+
+The floor is one process that only decodes the same files: every suite with yaml's CSafeLoader, every
+message file with json.load and every call's argument string with json.loads. The peers (agentevals,
+openevals) each run in a process of their own doing the same matches in a loop: read the suite with
+CSafeLoader, each history with json.load, build the reference messages from the case's steps, call their
+``create_trajectory_match_evaluator`` (``in_order``, which they lack, as ``superset``). Every command is timed
+as a whole process (wall, start-up included), median of ``--runs``, the commands interleaved by rounds.
+Usage: ``python bench/bench_e2e.py [--shape wide|deep]``.
 """
 
 from __future__ import annotations
@@ -19,9 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, OUT, partial, random_calls, save, to_messages  # noqa: E402
+from common import DATA, OUT, PEERS, partial, random_calls, save, to_messages  # noqa: E402
 
-ROOT = DATA / "e2e"
 MODES = ("strict", "unordered", "superset", "subset", "in_order")
 FLOOR = """
 import json, sys, time, yaml
@@ -30,69 +37,125 @@ root = Path(sys.argv[1]); start = time.perf_counter()
 for p in sorted(root.glob("*.suite.yaml")):
     with open(p) as f: yaml.load(f, Loader=yaml.CSafeLoader)
 for p in sorted((root / "runs").glob("*.json")):
-    with open(p) as f: json.load(f)
+    with open(p) as f:
+        for m in json.load(f):
+            for c in m.get("tool_calls") or (): json.loads(c["function"]["arguments"])
 print(time.perf_counter() - start)
+"""
+PEER = """
+import json, os, sys, time, yaml
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from common import matcher, to_messages
+root, peer = Path(sys.argv[1]), sys.argv[2]; start = time.perf_counter()
+evaluators, passed, total = {}, 0, 0
+for p in sorted(root.glob("*.suite.yaml")):
+    with open(p) as f: suite = yaml.load(f, Loader=yaml.CSafeLoader)
+    for case in suite["cases"]:
+        case = {**suite.get("defaults", {}), **case}
+        mode = "superset" if case["mode"] == "in_order" else case["mode"]
+        key = (mode, case["args_mode"])
+        if key not in evaluators: evaluators[key] = matcher(peer, *key)
+        with open(root / case["source"]) as f: outputs = json.load(f)
+        steps = [next(iter(step.items())) for step in case["steps"]]
+        passed += evaluators[key](outputs, to_messages(steps, 1, "r"))
+        total += 1
+print(f"{passed} of {total} passed in {time.perf_counter() - start:.2f} s")
 """
 
 
-def generate(suites: int, cases: int, calls: int) -> None:
-    """Write the suites and one OpenAI message file per case under bench/data/e2e/."""
-    shutil.rmtree(ROOT, ignore_errors=True)
-    (ROOT / "runs").mkdir(parents=True)
+def generate_wide(root: Path, suites: int = 100, cases: int = 100, calls: int = 50) -> None:
+    """``suites`` files of ``cases`` cases, each with its own ``calls``-call message file, every call expected."""
     rng = random.Random(5)
     for s in range(suites):
         lines = [f"suite: generated {s:03}", "cases:"]
         for c in range(cases):
             run = random_calls(calls, rng)
             name = f"run_{s:03}_{c:03}.json"
-            (ROOT / "runs" / name).write_text(json.dumps(to_messages(run, 1 + c % 3, "call")))
+            (root / "runs" / name).write_text(json.dumps(to_messages(run, 1 + c % 3, "call")))
             args_mode = "superset" if c % 2 else "exact"
             steps = partial(run) if args_mode == "superset" else run
             lines += [f"  - name: case {c:03}", f"    source: runs/{name}", f"    mode: {MODES[c % len(MODES)]}",
                       f"    args_mode: {args_mode}", "    steps:"]
             lines += [f"      - {tool}: {json.dumps(args)}" for tool, args in steps]
-        (ROOT / f"s{s:03}.suite.yaml").write_text("\n".join(lines) + "\n")
+        (root / f"s{s:03}.suite.yaml").write_text("\n".join(lines) + "\n")
 
 
-def wall(cmd: list[str], runs: int) -> tuple[float, list[float], str]:
-    """Median wall seconds of a command, every sample, and the last stdout's last line."""
-    samples, last = [], ""
-    for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        samples.append(time.perf_counter() - start)
-        last = (done.stdout.strip().splitlines() or [""])[-1]
-        if done.returncode not in (0, 1):
-            raise SystemExit(f"{cmd} exited {done.returncode}: {done.stderr[-2000:]}")
-    return statistics.median(samples), samples, last
+def generate_deep(root: Path, cases: int = 300, calls: int = 200, steps: int = 20) -> None:
+    """One suite of ``cases`` cases, each a ``calls``-call history checked against every tenth call, partially."""
+    rng = random.Random(7)
+    lines = ["suite: deep", "cases:"]
+    for c in range(cases):
+        run = random_calls(calls, rng)
+        name = f"run_{c:03}.json"
+        (root / "runs" / name).write_text(json.dumps(to_messages(run, 1 + c % 3, "call")))
+        lines += [f"  - name: case {c:03}", f"    source: runs/{name}", "    mode: superset",
+                  "    args_mode: superset", "    steps:"]
+        lines += [f"      - {tool}: {json.dumps(args)}" for tool, args in partial(run[:: calls // steps])]
+    (root / "deep.suite.yaml").write_text("\n".join(lines) + "\n")
+
+
+SHAPES = {"wide": generate_wide, "deep": generate_deep}
+
+
+def run_once(cmd: list[str]) -> tuple[float, str]:
+    """Wall seconds of one command and its stdout's last line; a crash (not a failing case) stops the bench."""
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{cmd} exited {done.returncode}: {done.stderr[-2000:]}")
+    return took, (done.stdout.strip().splitlines() or [""])[-1]
+
+
+def commands(root: Path, shape: str, peers: bool) -> dict[str, list[str]]:
+    """Every timed command by label: the floor, trajrun -j 1 and -j 2, and (with ``peers``) each peer."""
+    trajrun = str(Path(sys.executable).with_name("trajrun"))
+    run = [trajrun, "run", str(root), "-q", "--junit-xml"]
+    found = {"floor": [sys.executable, "-c", FLOOR, str(root)],
+             "j1": [*run, str(OUT / f"e2e-{shape}-j1.xml"), "-j", "1"],
+             "j2": [*run, str(OUT / f"e2e-{shape}-j2.xml"), "-j", "2"]}
+    if peers:
+        here = str(Path(__file__).resolve().parent)
+        found.update({peer: [sys.executable, "-c", PEER, str(root), peer, here] for peer in PEERS})
+    return found
 
 
 def main() -> None:
-    """Generate (unless --keep and present), time the floor and trajrun -j 1 / -j 2, save bench/out/e2e.json."""
+    """Generate (unless --keep and present), time every command by rounds, save bench/out/e2e-SHAPE.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", choices=SHAPES, default="wide")
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--suites", type=int, default=100)
-    parser.add_argument("--cases", type=int, default=100)
-    parser.add_argument("--calls", type=int, default=50)
-    parser.add_argument("--keep", action="store_true", help="reuse bench/data/e2e if it exists")
+    parser.add_argument("--no-peers", action="store_true", help="time only the floor and trajrun")
+    parser.add_argument("--keep", action="store_true", help="reuse bench/data/e2e-SHAPE if it exists")
     opts = parser.parse_args()
-    if not (opts.keep and ROOT.exists()):
+    root = DATA / f"e2e-{opts.shape}"
+    if not (opts.keep and root.exists()):
+        shutil.rmtree(root, ignore_errors=True)
+        (root / "runs").mkdir(parents=True)
         start = time.perf_counter()
-        generate(opts.suites, opts.cases, opts.calls)
+        SHAPES[opts.shape](root)
         print(f"generated in {time.perf_counter() - start:.1f} s", flush=True)
     OUT.mkdir(exist_ok=True)
-    size = sum(p.stat().st_size for p in ROOT.rglob("*") if p.is_file())
-    floor, floor_samples, inproc = wall([sys.executable, "-c", FLOOR, str(ROOT)], opts.runs)
-    print(f"floor: {floor:.2f} s (decode only, in process {float(inproc):.2f} s)", flush=True)
-    trajrun = str(Path(sys.executable).with_name("trajrun"))
-    result = {"suites": opts.suites, "cases": opts.suites * opts.cases, "calls_per_file": opts.calls,
-              "bytes": size, "floor_wall_s": floor, "floor_samples": floor_samples, "floor_decode_s": float(inproc)}
-    for label, command, jobs in (("j1", [trajrun], 1), ("j2", [trajrun], 2)):
-        cmd = [*command, "run", str(ROOT), "--junit-xml", str(OUT / f"e2e-{label}.xml"), "-q", "-j", str(jobs)]
-        median, samples, summary = wall(cmd, opts.runs)
-        result[f"{label}_wall_s"], result[f"{label}_samples"], result[f"{label}_summary"] = median, samples, summary
-        print(f"{label}: {median:.2f} s ({median / floor:.2f}x floor) — {summary}", flush=True)
-    save("e2e", result)
+    cmds = commands(root, opts.shape, not opts.no_peers)
+    samples: dict[str, list[float]] = {label: [] for label in cmds}
+    last: dict[str, str] = {}
+    for round_ in range(opts.runs):
+        for label, cmd in cmds.items():
+            took, last[label] = run_once(cmd)
+            samples[label].append(took)
+            print(f"round {round_ + 1} {label}: {took:.2f} s — {last[label]}", flush=True)
+    result: dict[str, object] = {"shape": opts.shape, "bytes": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
+                                 "samples": samples, "last_line": last}
+    medians = {label: statistics.median(s) for label, s in samples.items()}
+    ratios = {label: statistics.median(s / f for s, f in zip(samples[label], samples["floor"])) for label in cmds}
+    result.update(medians=medians, ratio_to_floor=ratios)
+    for label in cmds:
+        print(f"{label}: median {medians[label]:.2f} s, {ratios[label]:.2f}x floor", flush=True)
+    if not opts.no_peers:
+        faster = min(medians[p] for p in PEERS)
+        print(f"faster peer / trajrun -j 1: {faster / medians['j1']:.2f}x", flush=True)
+    save(f"e2e-{opts.shape}", result)
 
 
 if __name__ == "__main__":

@@ -351,7 +351,7 @@ def case_results(draw: Any) -> CaseResult:
         duration=draw(st.floats(0, 1e6)), message=draw(ANY_TEXT) or evaluation.message(),
         details=evaluation.details() + draw(ANY_TEXT), check_type=draw(st.none() | ANY_TEXT),
         score=draw(st.none() | st.floats(allow_nan=True)), evaluation=evaluation, trajectory=traj,
-        actual_yaml=draw(st.none() | ANY_TEXT), notes=tuple(draw(st.lists(ANY_TEXT, max_size=2))),
+        notes=tuple(draw(st.lists(ANY_TEXT, max_size=2))),
     )
 
 

@@ -26,7 +26,7 @@ DETAILS = (
     "  get_forecast {city: Rome} | get_forecast {city: Rome} | ok\n"
     "  search {q: rome}          | -                         | MISSING"
 )
-ROME_YAML = "- get_forecast: {city: Rome}\n"
+ROME_YAML = '- get_forecast: {"city": "Rome"}\n'
 
 
 def trajectory(tokens: tuple[int, int] | None, *names: str) -> Trajectory:
@@ -46,10 +46,10 @@ def sample_run() -> RunResult:
     rome_eval = Evaluation(failures=(CheckFailure("steps", "1 missing", DETAILS.split("\n", 1)[1]),), score=0.67)
     weather = SuiteResult("weather agent", W, timestamp=STAMP, duration=1.23456789, cases=(
         case(W, "weather agent", "paris", "passed", duration=0.0000004, score=1.0,
-             trajectory=trajectory((120, 30), "get_forecast"), actual_yaml="- get_forecast: {city: Paris}\n"),
+             trajectory=trajectory((120, 30), "get_forecast")),
         case(W, "weather agent", "rome", "failed", line=14, duration=0.5, message=rome_eval.message(),
              details=rome_eval.details(), check_type="steps", evaluation=rome_eval, score=0.67,
-             trajectory=trajectory((200, 50), "get_forecast"), actual_yaml=ROME_YAML),
+             trajectory=trajectory((200, 50), "get_forecast")),
         case(W, "weather agent", "tokyo", "skipped", message="flaky upstream"),
         case(W, "weather agent", "oslo", "xfailed", message="known bug #12", details=DETAILS),
     ))
@@ -60,7 +60,7 @@ def sample_run() -> RunResult:
         case(B, "billing", "vip", "xpassed", message="XPASS(strict): vip pricing not done", check_type="xpass"),
         case(B, "billing", "café ☕ 東京", "failed", check_type="answer",
              message="answer: got \x1b[31mred\x00 \ufffe", details="body \x0b\x7f ok",
-             actual_yaml="- search: {q: \"\x00\x1b\ud800\"}\n"),
+             trajectory=Trajectory(calls=(ToolCall("search", {"q": "\x00\x1b\ud800"}),))),
     ))
     bad = SuiteResult("bad.suite.yaml", BAD, timestamp=STAMP, load_errors=(
         f"{BAD}:4:7: cases[0]: unknown key 'mdoe' in case 'x' — did you mean 'mode'?",
@@ -125,11 +125,11 @@ def test_load_error_suite_is_one_error_testcase(report: Path) -> None:
 
 
 def test_forbidden_characters_are_replaced_and_unicode_kept(report: Path) -> None:
-    """NUL, ESC, U+FFFE and lone surrogates become #xNN notation; other unicode survives."""
+    """NUL, ESC, U+FFFE and lone surrogates become #xNN notation (the steps' JSON escapes its own); other unicode survives."""
     odd = cases_by_id(report)["billing::café ☕ 東京"]
     assert odd.result[0].message == "answer: got #x1B[31mred#x00 #xFFFE"
     assert odd.result[0].text == "body #x0B\x7f ok"
-    assert odd.system_out == '- search: {q: "#x00#x1B#xD800"}\n'
+    assert odd.system_out == '- search: {"q": "\\u0000\\u001b#xD800"}\n'  # JSON escapes controls; XML the surrogate
 
 
 def test_times_have_three_decimals_and_timestamps_no_zone(report: Path) -> None:
@@ -155,7 +155,7 @@ def test_token_usage_is_a_suite_property_never_a_case_property(report: Path) -> 
 def test_suite_without_usage_has_no_token_properties(report: Path) -> None:
     """A suite whose runs recorded no usage leaves the token properties out."""
     billing = ET.parse(report).getroot().find("testsuite[@name='billing']")
-    assert {p.get("name") for p in billing.find("properties")} == {"file", "cases"}
+    assert {p.get("name") for p in billing.find("properties")} == {"file", "cases", "tool_calls"}  # one run, no usage
 
 
 def test_duplicate_and_empty_names_become_unique_and_non_empty() -> None:

@@ -20,7 +20,7 @@ from ..match.verdict import CheckFailure, Evaluation, JudgeVerdict
 from ..sources import apply_select, load_trajectory, read_trajectory
 from ..sources.extras import unmet
 from ..sources.live import call_python, run_command
-from ..suites.golden import compact_steps, dump_steps, load_golden, write_golden
+from ..suites.golden import dump_steps, load_golden, write_golden
 from ..suites.model import Case, Source, Suite
 from ..trajectory import Trajectory
 from .judge import SKIPPED, Judge, default_judge
@@ -283,7 +283,6 @@ def _result(case: Case, base: CaseResult, attempts: list[Attempt], duration: flo
         score=evaluation.score,
         evaluation=evaluation,
         trajectory=last.trajectory,
-        actual_yaml=_actual_yaml(last.trajectory),
         notes=tuple(n for a in attempts for n in a.notes),
         details="\n\n".join(part for part in (evaluation.details(), last.details) if part),
         check_type=evaluation.failures[0].check if evaluation.failures else None,
@@ -323,10 +322,3 @@ def _repeat_evaluation(case: Case, attempts: list[Attempt]) -> Evaluation:
         steps=failing.steps,
         judge=judge,
     )
-
-
-def _actual_yaml(traj: Trajectory | None) -> str | None:
-    """The actual steps as YAML, one line per call, for JUnit system-out."""
-    if traj is None:
-        return None
-    return compact_steps(traj)
