@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, OUT, PEERS, partial, random_calls, save, to_messages  # noqa: E402
+from common import DATA, OUT, PEERS, compile_trajrun, partial, random_calls, save, to_messages  # noqa: E402
 
 MODES = ("strict", "unordered", "superset", "subset", "in_order")
 FLOOR = """
@@ -137,6 +137,7 @@ def main() -> None:
         SHAPES[opts.shape](root)
         print(f"generated in {time.perf_counter() - start:.1f} s", flush=True)
     OUT.mkdir(exist_ok=True)
+    compile_trajrun()
     cmds = commands(root, opts.shape, not opts.no_peers)
     samples: dict[str, list[float]] = {label: [] for label in cmds}
     last: dict[str, str] = {}

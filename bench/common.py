@@ -127,6 +127,16 @@ def median_of(func: Callable[[], Any], runs: int) -> tuple[float, float]:
     return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
 
 
+def compile_trajrun() -> None:
+    """Write trajrun's bytecode, as installing a wheel does: a checkout installed in editable mode under
+    PYTHONDONTWRITEBYTECODE would otherwise compile every module at every start of a timed process."""
+    import compileall
+
+    import trajrun
+
+    compileall.compile_dir(Path(trajrun.__file__).parent, quiet=1)
+
+
 def versions() -> dict[str, str]:
     """Python and package versions for the README."""
     from importlib.metadata import version

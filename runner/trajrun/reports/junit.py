@@ -188,8 +188,9 @@ def _case(case: CaseResult, seen: set[tuple[str, str]], file_line: bool, shown: 
         _result(element, "skipped", case.message or case.outcome, None, body)
     elif case.notes or judged:
         ET.SubElement(element, "system-err").text = xml_safe("\n".join([*([judged] if judged else []), *case.notes]))
-    if case.actual_yaml and (shown is None or case.outcome in shown):
-        ET.SubElement(element, "system-out").text = xml_safe(case.actual_yaml)
+    steps = case.actual_yaml if shown is None or case.outcome in shown else None  # built only when shown
+    if steps:
+        ET.SubElement(element, "system-out").text = xml_safe(steps)
     return element
 
 
