@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from trajrun.errors import SpecError
 from trajrun.match.expressions import compile_expression, environment
+from trajrun.suites.load import load_suite
 from trajrun.suites.templating import (
     case_name,
     expand_parametrize,
@@ -160,3 +163,30 @@ def test_shared_environment_and_expressions_are_unchanged() -> None:
     env = environment()
     assert isinstance(env, ImmutableSandboxedEnvironment) and env.undefined is StrictUndefined
     assert compile_expression("value | length < 5")(value="abc") is True
+
+
+PARAMETRIZED = """\
+suite: plain{comment}
+defaults: {{mode: unordered}}
+cases:
+  - name: forecast
+    source: runs/paris.json
+    parametrize: {{city: [Paris, Tokyo], days: [1, 3]}}
+    steps:
+      - get_forecast: {{city: Paris, days: {{$gte: 1}}}}
+    calls: {{get_forecast: 1}}
+"""
+
+
+def test_a_file_without_templates_builds_each_parametrized_case_once_with_the_same_result(tmp_path: Path) -> None:
+    """Without ``{{``/``{%``/``{#`` anywhere in the file, the expansions of a case differ only in their names:
+    trajrun builds the case once; the same file with a template marker in a comment takes the general path."""
+    (tmp_path / "plain.suite.yaml").write_text(PARAMETRIZED.format(comment=""))
+    (tmp_path / "general.suite.yaml").write_text(PARAMETRIZED.format(comment="  # {{ nothing rendered }}"))
+    plain, general = load_suite(tmp_path / "plain.suite.yaml"), load_suite(tmp_path / "general.suite.yaml")
+    assert [c.name for c in plain.cases] == ["forecast[city=Paris,days=1]", "forecast[city=Paris,days=3]",
+                                             "forecast[city=Tokyo,days=1]", "forecast[city=Tokyo,days=3]"]
+    shown = lambda suite: [(c.name, repr(c.expect).replace(str(suite.path), "FILE")) for c in suite.cases]
+    assert shown(plain) == shown(general)
+    assert {c.expect is plain.cases[0].expect for c in plain.cases} == {True}  # built once
+    assert {c.expect is general.cases[0].expect for c in general.cases[1:]} == {False}  # built per expansion

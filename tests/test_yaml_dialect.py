@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
-from trajrun import RunOptions, load_trajectory, run_paths
+from trajrun import RunOptions, load_trajectory, run_paths, yaml_core
 from trajrun.cli import main
 
 CALL = "{name: set_state, arguments: {state: on, flag: yes, n: 010, day: 2025-06-12, ok: true}}"
@@ -83,3 +85,12 @@ def test_yaml_source_refuses_what_suites_refuse(tmp_path: Path, text: str) -> No
     out = CliRunner().invoke(main, ["show", str(tmp_path / "run.yaml")])
     assert out.exit_code == 2 and "Traceback" not in out.output
     assert out.output.startswith(f"trajrun: error: {tmp_path / 'run.yaml'}: YAML at line ")
+
+
+@given(st.text(max_size=12))
+def test_a_plain_scalar_starting_outside_the_core_starts_is_a_string(text: str) -> None:
+    """``resolve_plain`` returns a scalar whose first character starts no null, bool, int or float at once:
+    none of the four core-schema patterns can match it."""
+    if text and text[0] not in yaml_core._NOT_ONLY_STR:
+        assert not any(p.match(text) for p in (yaml_core._NULL, yaml_core._BOOL, yaml_core._INT, yaml_core._FLOAT))
+        assert yaml_core.resolve_plain(text) is text

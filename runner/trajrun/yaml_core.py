@@ -10,6 +10,7 @@ result is plain JSON-like data plus ``Marks``: 1-based positions of every key an
 
 from __future__ import annotations
 
+import gc
 import re
 import sys
 from dataclasses import dataclass, field
@@ -118,6 +119,8 @@ def resolve_plain(value: str) -> Any:
 
     Raises ``ValueError`` for an integer longer than ``int_digits_limit()`` digits (as JSON sources do).
     """
+    if value and value[0] not in _NOT_ONLY_STR:  # most plain scalars (names, words) skip the four patterns
+        return value
     if _NULL.match(value):
         return None
     if _BOOL.match(value):
@@ -130,6 +133,10 @@ def resolve_plain(value: str) -> Any:
             return float(lower.replace(".", ""))
         return float(value)
     return value
+
+
+_NOT_ONLY_STR = frozenset("~nNtTfF0123456789+-.")
+"""The first characters of every core-schema null, bool, int and float: a plain scalar starting otherwise is a string."""
 
 
 def int_digits_limit() -> int:
@@ -214,6 +221,17 @@ def _compose(text: str) -> Node | None:
 
 def load_text(text: str) -> Loaded:
     """Parse one YAML document from text; raises ``YamlProblem`` for syntax errors and refused content."""
+    collecting = gc.isenabled()
+    gc.disable()  # nodes, marks and data make no cycles: the collector would only rescan them (15% of a big file)
+    try:
+        return _load(text)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _load(text: str) -> Loaded:
+    """``load_text`` with the collector off."""
     try:
         root = _compose(text)
     except yaml.MarkedYAMLError as exc:
@@ -347,10 +365,24 @@ class _Builder:
         self.active.add(id(node))
         try:
             if isinstance(node, SequenceNode):
-                return [self.build(item, (*path, i), via_alias) for i, item in enumerate(node.value)]
+                return [self._child(item, (*path, i), via_alias) for i, item in enumerate(node.value)]
             return self._mapping(node, path, via_alias)
         finally:
             self.active.discard(id(node))
+
+    def _child(self, node: Node, path: Path, via_alias: bool) -> Any:
+        """``build`` of a collection's item, with plain scalars (most nodes of a suite) done inline.
+
+        A scalar is not tracked as seen: an alias to one adds a single value, so only collections
+        can make aliases expand past ``MAX_ALIAS_NODES``.
+        """
+        if type(node) is ScalarNode and node.tag == "plain" and not via_alias and len(path) <= MAX_DEPTH:
+            self.marks.values.setdefault(path, node.start_mark)
+            try:
+                return resolve_plain(node.value)
+            except ValueError:  # an integer past the digit limit: build reports it where it is
+                pass
+        return self.build(node, path, via_alias)
 
     def _mapping(self, node: MappingNode, path: Path, via_alias: bool) -> dict[str, Any]:
         """A mapping: own keys first (duplicates reported), then ``<<`` merges for keys not yet set."""
@@ -367,8 +399,9 @@ class _Builder:
                     f"duplicate key '{key}' (first written at line {first.line}); remove one of them",
                     _pos(key_node.start_mark), (*path, key)))
                 continue
-            self.marks.keys.setdefault((*path, key), key_node.start_mark)
-            out[key] = self.build(value_node, (*path, key), via_alias)
+            sub = (*path, key)
+            self.marks.keys.setdefault(sub, key_node.start_mark)
+            out[key] = self._child(value_node, sub, via_alias)
         for key_node, value_node in merges:
             self._merge(out, key_node, value_node, path, via_alias)
         return out

@@ -123,12 +123,17 @@ def nothing_found(paths: Sequence[str | Path]) -> str:
 
 def case_id(root: Path, suite_path: Path, name: str) -> str:
     """``<suite file path relative to the run's root>::<case name>``, with forward slashes."""
+    return f"{suite_id(root, suite_path)}::{name}"
+
+
+def suite_id(root: Path, suite_path: Path) -> str:
+    """The suite file's part of its cases' ids: its path relative to the run's root (as given when outside it)."""
     try:
         rel = Path(os.path.relpath(suite_path.resolve(), root.resolve()))
         shown = suite_path if rel.parts[:1] == ("..",) else rel
     except ValueError:
         shown = suite_path
-    return f"{shown.as_posix()}::{name}"
+    return shown.as_posix()
 
 
 def load(files: Iterable[Path], variables: Mapping[str, Any], golden_root: Path | None = None) -> list[Suite | SuiteResult]:
@@ -165,8 +170,9 @@ def plan(suite: Suite, options: RunOptions, root: Path) -> tuple[Planned, int]:
     keep_k = keyword_matcher(options.keyword) if options.keyword else None
     keep_m = marker_matcher(options.marker) if options.marker else None
     chosen = []
+    prefix = suite_id(root, suite.path)  # resolving the paths once per file, not per case
     for case in suite.cases:
-        cid = case_id(root, suite.path, case.name)
+        cid = f"{prefix}::{case.name}"
         if keep_k and not keep_k(f"{suite.name}::{case.name}") and not keep_k(cid):
             continue
         if keep_m and not keep_m(case.tags):

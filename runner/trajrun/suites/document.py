@@ -13,10 +13,23 @@ from ..yaml_core import Path as KeyPath
 
 def read_document(path: Path, file: str) -> tuple[Loaded, Ctx]:
     """Read and parse one YAML file; a problem that stops reading raises ``SuiteErrors``."""
+    return parse_document(read_text(path, file), file)
+
+
+def read_text(path: Path, file: str) -> str:
+    """The text of a UTF-8 file; a file that cannot be read or decoded raises ``SuiteErrors``."""
     try:
-        loaded = load_text(decode_utf8(path.read_bytes()))
+        return decode_utf8(path.read_bytes())
     except OSError as exc:
         raise SuiteErrors([SuiteError(f"cannot read the file: {exc.strerror or exc}", Location(file))]) from None
+    except YamlProblem as exc:
+        raise SuiteErrors([SuiteError(exc.message, _problem_loc(exc, file))]) from None
+
+
+def parse_document(text: str, file: str) -> tuple[Loaded, Ctx]:
+    """Parse one YAML document; syntax and refused content raise ``SuiteErrors``, duplicate keys are reported."""
+    try:
+        loaded = load_text(text)
     except YamlProblem as exc:
         raise SuiteErrors([SuiteError(exc.message, _problem_loc(exc, file))]) from None
     ctx = Ctx(file, loaded.marks)
@@ -24,13 +37,9 @@ def read_document(path: Path, file: str) -> tuple[Loaded, Ctx]:
     return loaded, ctx
 
 
-
 def _problem_loc(problem: YamlProblem, file: str) -> Location:
     """Where a YAML-level problem is, as a ``Location``."""
-
-
     return Location(file, problem.pos.line, problem.pos.column, format_path(problem.path))
-
 
 
 def raise_errors(errors: list[SuiteError]) -> None:

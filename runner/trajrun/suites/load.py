@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any, Mapping
@@ -16,12 +17,13 @@ from ..sources.checkpoints import SUFFIXES as DATABASE_SUFFIXES
 from ..sources.extras import requirement_problem
 from ..yaml_core import Path as KeyPath
 from .bulk_keys import BULK_KEYS, bulk_fields, bulk_problems, check_bulk_case
-from .document import Ctx, raise_errors, read_document
+from .document import Ctx, parse_document, raise_errors, read_text
 from .expectation_keys import jsonpath_problem, parse_budget, parse_calls, parse_latency, parse_steps, parse_tools
 from .golden import golden_outside, load_golden
 from .model import CAPTURES, DEFAULT_TIMEOUT, FORMATS, Case, JudgeSettings, Source, Suite
 from .schema import schema_text
-from .templating import MAX_CASES, case_name, expand_parametrize, merge_defaults, render_tree, variables
+from .templating import (MAX_CASES, case_name, expand_parametrize, has_templates, merge_defaults, render_tree,
+                         variables)
 
 __all__ = ["load_suite", "validate_suite", "read_document", "schema_text"]
 
@@ -49,14 +51,15 @@ def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
     Golden files must resolve inside the suite's project or ``golden_root``.
     """
     file, path = str(path), Path(path)
-    loaded, ctx = read_document(path, file)
+    text = read_text(path, file)
+    loaded, ctx = parse_document(text, file)
     top = loaded.data
     if not isinstance(top, dict):
         ctx.error((), f"a suite is a map with `cases` (and optionally suite, description, tags, vars, defaults, "
                       f"judge_defaults); found {kind(top)}")
         raise_errors(ctx.errors)
     top = ctx.keys(top, TOP_KEYS, (), "at the top level")
-    suite = _Top(ctx, top, path, dict(variables or {}), golden_root)
+    suite = _Top(ctx, top, path, dict(variables or {}), golden_root, has_templates(text))
     cases = suite.cases()
     raise_errors(ctx.errors)
     return Suite(suite.name, path, suite.description, suite.tags, cases, ctx.loc(()), suite.judge_defaults)
@@ -66,9 +69,9 @@ class _Top:
     """The suite-level keys, read once, and the expansion of every case."""
 
     def __init__(self, ctx: Ctx, top: dict[str, Any], path: Path, cli_vars: dict[str, Any],
-                 golden_root: str | Path | None = None) -> None:
+                 golden_root: str | Path | None = None, templated: bool = True) -> None:
         self.ctx, self.top, self.folder, self.cli_vars = ctx, top, path.parent, cli_vars
-        self.golden_root = golden_root
+        self.golden_root, self.templated = golden_root, templated
         self.vars = top.get("vars", {})
         if not ctx.check(self.vars, dict, ("vars",), "vars must be a map of variables"):
             self.vars = {}
@@ -165,15 +168,20 @@ class _Top:
         merged, origins = merge_defaults(self.defaults, {k: v for k, v in item.items() if k != "parametrize"})
         absolute = {p: (*where, *o[1:]) if o[0] == "case" else o for p, o in origins.items()}
         ctx = self.ctx.child({(): where, **absolute})
+        if not self.templated:  # every expansion is the same case but for its name: build it once
+            first = self._build(merged, params[0], ctx, misspelt)
+            return [first, *(dataclasses.replace(first, name=case_name(merged["name"], values)) for values in params[1:])]
         return [self._build(merged, values, ctx, misspelt) for values in params]
 
     def _build(self, merged: dict[str, Any], params: list[tuple[str, Any]], ctx: Ctx, misspelt: bool) -> Case:
-        """Render one expansion of a case and build it."""
-        errors: list[SpecError] = []
-        names = variables(self.vars, self.cli_vars, dict(params))
-        rendered = render_tree(merged, names, lambda p: p == _NOT_RENDERED, errors)
-        for problem in errors:
-            ctx.error(problem.path, problem.message)
+        """Render one expansion of a case (in a file with templates) and build it."""
+        rendered = merged
+        if self.templated:
+            errors: list[SpecError] = []
+            names = variables(self.vars, self.cli_vars, dict(params))
+            rendered = render_tree(merged, names, lambda p: p == _NOT_RENDERED, errors)
+            for problem in errors:
+                ctx.error(problem.path, problem.message)
         name = case_name(str(rendered["name"]), params)
         return _CaseBuilder(ctx, rendered, name, self.folder, self.golden_root).build(self.tags, misspelt)
 

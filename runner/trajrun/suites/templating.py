@@ -128,6 +128,11 @@ def case_name(name: str, params: list[tuple[str, Any]]) -> str:
     return f"{name}[{shown}]"
 
 
+def has_templates(text: str) -> bool:
+    """Whether any string of a document with this text could be a template (else rendering changes nothing)."""
+    return any(marker in text for marker in _TEMPLATE_MARKERS)
+
+
 def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path], bool],
                 errors: list[Any], path: Path = ()) -> Any:
     """Render every string value below ``value`` (never keys, never paths ``skip`` accepts).
