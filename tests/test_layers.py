@@ -14,7 +14,7 @@ import trajrun
 
 PACKAGE = Path(trajrun.__file__).parent
 LAYERS = ("core", "sources", "match", "suites", "importers", "run", "reports", "entry")
-CORE = ("trajrun.errors", "trajrun.files", "trajrun.limits", "trajrun.trajectory", "trajrun.yaml_core")
+CORE = ("trajrun.collector", "trajrun.errors", "trajrun.files", "trajrun.limits", "trajrun.trajectory", "trajrun.yaml_core")
 ENTRY = ("trajrun", "trajrun.__main__", "trajrun.cli", "trajrun.pytest_plugin")
 
 

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..collector import collector_paused
 from ..errors import SpecError, SuiteError, SuiteErrors, kind
 from ..match.expectation import ARGS_MODES, MODES, ORDERED_MODES, UNSET, Expectation, JudgeSpec
 from ..sources.checkpoints import SUFFIXES as DATABASE_SUFFIXES
@@ -50,7 +51,12 @@ def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
 
     Golden files must resolve inside the suite's project or ``golden_root``.
     """
-    file, path = str(path), Path(path)
+    with collector_paused():
+        return _load_suite(str(path), Path(path), variables, golden_root)
+
+
+def _load_suite(file: str, path: Path, variables: Mapping[str, Any] | None, golden_root: str | Path | None) -> Suite:
+    """``load_suite`` with the collector paused; ``file`` is the path as given, for messages."""
     text = read_text(path, file)
     loaded, ctx = parse_document(text, file)
     top = loaded.data
