@@ -73,7 +73,7 @@ def main() -> None:
             print(f"| {r['args']} | {r['mode']} | {r['inputs']} | {r['agentevals_disagrees']} | {r['trajrun_right_where_agentevals_disagrees']} | "
                   f"{r['openevals_disagrees']} | {r['trajrun_right_where_openevals_disagrees']} | {r['trajrun_wrong']} | {r['agentevals_wrong']} | {r['openevals_wrong']} |")
         print(f"\ngreedy trap: {correctness['greedy_trap']}")
-    for name in ("startup", "memory", "e2e"):
+    for name in ("startup", "memory", "e2e-wide", "e2e-deep", "big"):
         data = _load(name)
         if data:
             print(f"\n### {name}\n\n```\n{json.dumps(data, indent=1)[:3000]}\n```")

@@ -10,5 +10,7 @@ PY="${PY:-/work/benchvenv/bin/python}"
 "$PY" bench/bench_scaling.py --cap 20
 "$PY" bench/plot.py
 "$PY" bench/bench_memory.py
-"$PY" bench/bench_e2e.py
+"$PY" bench/bench_e2e.py --shape wide --runs 3
+"$PY" bench/bench_e2e.py --shape deep --runs 5
+"$PY" bench/bench_big.py
 "$PY" bench/bench_bulk.py

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Callable, Iterator
@@ -91,7 +90,7 @@ def _os_problem(path: str | os.PathLike[str], exc: OSError, what: str = "report"
 def _open_temp(target: Path) -> tuple[Path, BinaryIO]:
     """Create a fresh hidden temporary file in the target's folder (mode follows the umask)."""
     while True:
-        temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        temp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")  # not secrets: it imports hmac and random
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
         except FileExistsError:

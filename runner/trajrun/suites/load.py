@@ -26,7 +26,7 @@ from .schema import schema_text
 from .templating import (MAX_CASES, case_name, expand_parametrize, has_templates, merge_defaults, render_tree,
                          variables)
 
-__all__ = ["load_suite", "validate_suite", "read_document", "schema_text"]
+__all__ = ["load_suite", "validate_suite", "schema_text"]
 
 TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "judge_defaults", "cases")
 CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
