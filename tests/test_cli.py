@@ -312,12 +312,17 @@ KILLER = """
 import os, signal
 import xml.etree.ElementTree as ET
 
-def write(self, file, *args, **kwargs):
-    file.write(b"<testsuites><testsuite")
-    file.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
+indented = []
+indent = ET.indent
 
-ET.ElementTree.write = write
+def indent_then_die(*args, **kwargs):
+    # the JUnit writer indents each element as it writes it: die with some of them in the temporary file
+    indented.append(1)
+    if len(indented) == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return indent(*args, **kwargs)
+
+ET.indent = indent_then_die
 """
 
 

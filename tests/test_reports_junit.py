@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import io
+import json
 import re
+import socket
 import xml.etree.ElementTree as ET
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import xmlschema
 from junitparser import Error, Failure, JUnitXml, Skipped
 from trajrun.match.verdict import CheckFailure, Evaluation
 from trajrun.reports import junit
+from trajrun.run.bulk_results import BulkSummary
 from trajrun.run.results import CaseResult, RunResult, SuiteResult
 from trajrun.trajectory import ToolCall, Trajectory, Usage
 
@@ -204,11 +209,17 @@ def test_failed_write_keeps_the_previous_report(tmp_path: Path, monkeypatch: pyt
     path = tmp_path / "junit.xml"
     path.write_text("<testsuites name='old'/>")
 
-    def half_write(self: ET.ElementTree, handle: object, **kw: object) -> None:
-        handle.write(b"<?xml version='1.0'?><testsuites")  # type: ignore[attr-defined]
-        raise exc
+    made = []
+    case = junit._case
 
-    monkeypatch.setattr(ET.ElementTree, "write", half_write)
+    def second_case_fails(*args: object) -> ET.Element:
+        """The first testcase is written; building the second one fails."""
+        made.append(1)
+        if len(made) == 2:
+            raise exc
+        return case(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(junit, "_case", second_case_fails)
     with pytest.raises(type(exc)):
         junit.write(sample_run(), path)
     assert path.read_text() == "<testsuites name='old'/>"
@@ -233,3 +244,38 @@ def test_long_message_is_cut_and_kept_whole_in_the_body() -> None:
     assert failure is not None
     assert len(failure.get("message", "")) == junit.MESSAGE_WIDTH and failure.get("message", "").endswith("…")
     assert (failure.text or "").startswith(long + "\n\nanswer differs")
+
+
+def indented(root: ET.Element) -> bytes:
+    """What ``ElementTree.write`` makes of a rendered report once ``ET.indent`` has indented it."""
+    tree = ET.ElementTree(root)
+    ET.indent(tree)
+    out = io.BytesIO()
+    tree.write(out, encoding="utf-8", xml_declaration=True)
+    return out.getvalue()
+
+
+def bulk_run(folder: Path) -> RunResult:
+    """A run with a bulk case whose 4 per-record lines (2 failed, 1 erred) were written, beside a plain case."""
+    lines = [{"case": "b.suite.yaml::prod", "record": f"r{i}", "outcome": outcome, "checks": checks, "message": text}
+             for i, (outcome, checks, text) in enumerate([("passed", [], ""), ("failed", ["never"], "never <x>"),
+                                                          ("error", [], "bad record"), ("failed", [], "no check")])]
+    records = folder / "records.jsonl"
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    summary = BulkSummary("record", 1, 4, 1, 2, 1, records_file=str(records), records_span=(0, records.stat().st_size))
+    cases = (case(B, "bulk", "prod", "failed", bulk=summary, message=summary.message()),
+             case(B, "bulk", "plain", "passed"))
+    return RunResult((SuiteResult("bulk", B, timestamp=STAMP, cases=cases),), duration=1.0)
+
+
+@pytest.mark.parametrize("options", [{}, {"file_line": True, "system_out": "all"}, {"each": "record"}])
+def test_the_written_file_is_the_rendered_tree_indented(tmp_path: Path, options: dict[str, Any]) -> None:
+    """``write`` streams the testcases one at a time; the bytes are those of ``render``'s tree, indented —
+    per record too, where the counts come from the bulk summary before any record's testcase is built."""
+    for run in (sample_run(), bulk_run(tmp_path), RunResult()):
+        junit.write(run, tmp_path / "r.xml", **options)
+        assert (tmp_path / "r.xml").read_bytes() == indented(junit.render(run, hostname=socket.gethostname(), **options))
+    junit.write(bulk_run(tmp_path), tmp_path / "r.xml", each="record")
+    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("5", "2", "1")
+    assert len(suite.findall("testcase")) == 5 and len(suite.findall("testcase/failure")) == 2

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from datetime import datetime
+from typing import BinaryIO
 
 from ..run.results import CaseResult, RunResult, SuiteResult
 from ..files import atomic_write
@@ -32,46 +35,110 @@ def render(run: RunResult, *, file_line: bool = False, hostname: str | None = No
     pass, since nobody reads a passing case's run and it made most of a large report. ``each="record"`` makes a
     bulk case one testcase per record (when its per-record lines were written).
     """
-    host = hostname if hostname is not None else socket.gethostname()
-    root = ET.Element("testsuites", {"name": "trajrun"})
-    seen: set[tuple[str, str]] = set()
-    shown = _SHOWN[system_out]
-    suites = [_suite(s, host, seen, file_line, shown, each) for s in run.suites]
-    totals = {key: sum(int(s.get(key, "0")) for s in suites) for key in ("tests", "failures", "errors")}
-    root.attrib.update({key: str(value) for key, value in totals.items()})
-    root.set("time", seconds(run.duration))
-    root.extend(suites)
+    root, parts = _parts(run, hostname, file_line, system_out, each)
+    for element, cases in parts:
+        element.extend(cases)
+        root.append(element)
     return root
 
 
 def write(run: RunResult, path: str | os.PathLike[str], *, file_line: bool = False, system_out: str = "failed",
           each: str = "case") -> None:
-    """Render ``run`` and write it to ``path`` atomically, as UTF-8 with an XML declaration."""
-    tree = ET.ElementTree(render(run, file_line=file_line, system_out=system_out, each=each))
-    ET.indent(tree)
-    atomic_write(path, lambda handle: tree.write(handle, encoding="utf-8", xml_declaration=True))
+    """Write the report of ``render`` to ``path`` atomically, as UTF-8 with an XML declaration, indented.
+
+    The testcases are written one at a time and dropped, so a bulk case reported one testcase per record
+    (a million of them) never holds them all; the bytes are those of ``render``'s tree, indented.
+    """
+    root, parts = _parts(run, None, file_line, system_out, each)
+    atomic_write(path, lambda handle: _stream(handle, root, parts))
 
 
-def _suite(suite: SuiteResult, host: str, seen: set[tuple[str, str]], file_line: bool,
-           shown: frozenset[str] | None, each: str = "case") -> ET.Element:
-    """One ``<testsuite>`` with its counts, properties and testcases."""
-    if suite.load_errors:
-        cases = [_load_case(suite, seen, file_line)]
-        counts = {"tests": 1, "failures": 0, "errors": 1, "skipped": 0}
-    else:
-        cases = [_case(c, seen, file_line, shown) for c in suite.cases]
-        counts = _suite_counts(suite.cases)
-        if each == "record" and any(c.bulk is not None and c.bulk.records_file for c in suite.cases):
-            cases = [e for c in suite.cases for e in _per_record(c, seen, file_line, shown)]
-            counts = _element_counts(cases)
+Parts = Iterator[tuple[ET.Element, Iterator[ET.Element]]]
+
+
+def _parts(run: RunResult, hostname: str | None, file_line: bool, system_out: str, each: str) -> tuple[ET.Element, Parts]:
+    """The ``<testsuites>`` element with its totals, and each ``<testsuite>`` (counts and properties, no
+    testcases yet) with an iterator of its testcases, built as they are read."""
+    host = hostname if hostname is not None else socket.gethostname()
+    seen: set[tuple[str, str]] = set()
+    shown = _SHOWN[system_out]
+    counts = [_counts(s, each) for s in run.suites]
+    root = ET.Element("testsuites", {"name": "trajrun"})
+    root.attrib.update({key: str(sum(c[key] for c in counts)) for key in ("tests", "failures", "errors")})
+    root.set("time", seconds(run.duration))
+    parts = ((_suite(s, host, c), _testcases(s, seen, file_line, shown, each)) for s, c in zip(run.suites, counts))
+    return root, parts
+
+
+def _stream(handle: BinaryIO, root: ET.Element, parts: Parts) -> None:
+    """Write what ``ET.indent`` and ``ElementTree.write`` would of the whole tree, one element at a time:
+    each child is written after the newline and indentation that ``indent`` puts before it."""
+    put = lambda text: handle.write(text.encode("utf-8", "xmlcharrefreplace"))  # noqa: E731 - as ElementTree writes
+    put("<?xml version='1.0' encoding='utf-8'?>\n")
+    first = next(parts, None)
+    if first is None:
+        put(ET.tostring(root, encoding="unicode"))
+        return
+    put(_open_tag(root))
+    for element, cases in itertools.chain([first], parts):
+        put("\n  " + _open_tag(element))
+        for child in itertools.chain(element, cases):
+            ET.indent(child, space="  ", level=2)
+            child.tail = None
+            put("\n    " + ET.tostring(child, encoding="unicode"))
+        put("\n  </testsuite>")
+    put("\n</testsuites>")
+
+
+def _open_tag(element: ET.Element) -> str:
+    """``<tag attributes>`` as ElementTree writes it."""
+    bare = ET.Element(element.tag, element.attrib)
+    bare.text = "\x00"  # cut at a character no attribute can hold (xml_safe removes it)
+    return ET.tostring(bare, encoding="unicode").split("\x00", 1)[0]
+
+
+def _suite(suite: SuiteResult, host: str, counts: dict[str, int]) -> ET.Element:
+    """One ``<testsuite>`` with its counts and properties (its testcases come from ``_testcases``)."""
     element = ET.Element("testsuite", {"name": xml_safe(one_line(_suite_name(suite))) or UNNAMED})
     element.attrib.update({key: str(value) for key, value in counts.items()})
     element.set("time", seconds(suite.duration or sum(c.duration for c in suite.cases)))
     element.set("timestamp", _timestamp(suite.timestamp))
     element.set("hostname", xml_safe(one_line(host)) or "localhost")
     element.append(_properties(suite))
-    element.extend(cases)
     return element
+
+
+def _testcases(suite: SuiteResult, seen: set[tuple[str, str]], file_line: bool, shown: frozenset[str] | None,
+               each: str) -> Iterator[ET.Element]:
+    """A suite's testcases in order: its ``(load)`` case, or one per case (per record for ``each="record"``)."""
+    if suite.load_errors:
+        yield _load_case(suite, seen, file_line)
+        return
+    for case in suite.cases:
+        if each == "record" and _has_records(case):
+            yield from _per_record(case, seen, file_line)
+        else:
+            yield _case(case, seen, file_line, shown)
+
+
+def _counts(suite: SuiteResult, each: str) -> dict[str, int]:
+    """JUnit's counts for a suite: xpassed is a failure, xfailed a skip, ``tests`` counts every testcase; with
+    ``each="record"`` a bulk case counts its records (from its summary: the testcases are not built yet)."""
+    if suite.load_errors:
+        return {"tests": 1, "failures": 0, "errors": 1, "skipped": 0}
+    outcomes = [c.outcome for c in suite.cases if not (each == "record" and _has_records(c))]
+    records = [c.bulk for c in suite.cases if each == "record" and _has_records(c)]
+    return {
+        "tests": len(outcomes) + sum(b.total for b in records),
+        "failures": outcomes.count("failed") + outcomes.count("xpassed") + sum(b.failed for b in records),
+        "errors": outcomes.count("error") + sum(b.error for b in records),
+        "skipped": outcomes.count("skipped") + outcomes.count("xfailed"),
+    }
+
+
+def _has_records(case: CaseResult) -> bool:
+    """Whether a case is a bulk case whose per-record lines were written."""
+    return case.bulk is not None and bool(case.bulk.records_file)
 
 
 def _suite_name(suite: SuiteResult) -> str:
@@ -79,38 +146,15 @@ def _suite_name(suite: SuiteResult) -> str:
     return suite.file if suite.load_errors else suite.name or suite.file
 
 
-def _suite_counts(cases: tuple[CaseResult, ...]) -> dict[str, int]:
-    """JUnit's counts: xpassed is a failure, xfailed a skip, and ``tests`` counts every testcase."""
-    outcomes = [c.outcome for c in cases]
-    return {
-        "tests": len(outcomes),
-        "failures": outcomes.count("failed") + outcomes.count("xpassed"),
-        "errors": outcomes.count("error"),
-        "skipped": outcomes.count("skipped") + outcomes.count("xfailed"),
-    }
-
-
-def _per_record(case: CaseResult, seen: set[tuple[str, str]], file_line: bool,
-                shown: frozenset[str] | None) -> list[ET.Element]:
-    """A bulk case's testcases, one per record; any other case's one."""
-    if case.bulk is None or not case.bulk.records_file:
-        return [_case(case, seen, file_line, shown)]
-    elements = []
+def _per_record(case: CaseResult, seen: set[tuple[str, str]], file_line: bool) -> Iterator[ET.Element]:
+    """A bulk case's testcases, one per record, read from its per-record lines as they are written."""
     for name, tag, message, kind in record_outcomes(case):
         element = _testcase(case.suite, name, seen, 0.0)
         if file_line:
             element.attrib.update({"file": xml_safe(case.file), "line": str(max(case.line, 1))})
         if tag is not None:
             _result(element, tag, message, kind, "")
-        elements.append(element)
-    return elements
-
-
-def _element_counts(cases: list[ET.Element]) -> dict[str, int]:
-    """JUnit's counts from the testcases themselves (``failure``, ``error``, ``skipped`` children)."""
-    tags = [child.tag for case in cases for child in case if child.tag in ("failure", "error", "skipped")]
-    return {"tests": len(cases), "failures": tags.count("failure"), "errors": tags.count("error"),
-            "skipped": tags.count("skipped")}
+        yield element
 
 
 def _timestamp(moment: datetime) -> str:
