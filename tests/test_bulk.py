@@ -23,6 +23,7 @@ from trajrun.run.bulk import BulkOptions
 from trajrun.run.bulk_eval import BulkSpec, evaluate_partition
 from trajrun.run.runner import RunOptions, run_paths
 from trajrun.sources.records import PartitionReader, partitions
+from trajrun.sources.streams import CHUNK, gunzip_chunks
 
 TOTAL = 600
 
@@ -141,6 +142,16 @@ def test_a_truncated_gzip_file_is_one_error_after_what_it_holds(tmp_path: Path) 
     (tmp_path / "prod.suite.yaml").write_text(SUITE)
     case = run_bulk(tmp_path)
     assert case.bulk.error == 1 and "cut short" in case.bulk.worst[-1].message and case.bulk.passed > 5
+
+
+def test_a_highly_compressed_file_inflates_a_chunk_at_a_time() -> None:
+    """Logs compress a hundredfold: a 1 MB compressed read must not become 100 MB in one piece (it held 683 MB
+    for 200,000 records); each piece is at most CHUNK bytes and together they are the file, across members."""
+    text = "".join(line(i % 50) for i in range(2_000)).encode()
+    data = gzip.compress(text) + gzip.compress(text[:5000])
+    pieces = list(gunzip_chunks(io.BytesIO(data)))
+    assert len(data) < CHUNK < len(text) and max(map(len, pieces)) <= CHUNK
+    assert b"".join(pieces) == text + text[:5000]
 
 
 def test_no_matching_file_and_no_records_are_case_errors(tmp_path: Path) -> None:

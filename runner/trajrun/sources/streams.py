@@ -15,7 +15,7 @@ import glob
 import os
 import zlib
 from collections.abc import Iterator
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from ..errors import SourceError
 from ..limits import MAX_SOURCE_BYTES_VAR
@@ -104,7 +104,7 @@ def gunzip_chunks(stream: IO[bytes]) -> Iterator[bytes | Lost]:
         position += len(chunk)
         while data:
             try:
-                out = inflate.decompress(data)
+                yield from _inflated(inflate, data)
             except zlib.error as exc:
                 lost = f"bytes from {member_start:,} of the compressed file are not valid gzip ({exc})"
                 resume = _next_member(stream, member_start + 1)
@@ -114,8 +114,6 @@ def gunzip_chunks(stream: IO[bytes]) -> Iterator[bytes | Lost]:
                 stream.seek(resume)
                 member_start, position, inflate = resume, resume, zlib.decompressobj(wbits=31)
                 break
-            if out:
-                yield out
             if not inflate.eof:
                 break
             data = inflate.unused_data
@@ -127,6 +125,20 @@ def gunzip_chunks(stream: IO[bytes]) -> Iterator[bytes | Lost]:
     if not inflate.eof and position > member_start:
         yield Lost(f"the compressed file ends in the middle of a gzip member (from byte {member_start:,}): "
                    "it was cut short")
+
+
+def _inflated(inflate: Any, data: bytes) -> Iterator[bytes]:
+    """``inflate.decompress(data)``, at most ``CHUNK`` bytes at a time: logs compress a hundredfold, and a chunk
+    inflated at once (then split into lines) held hundreds of megabytes."""
+    while True:
+        out = inflate.decompress(data, CHUNK)
+        if out:
+            yield out
+        if inflate.eof:  # what follows the member is in unused_data (and, still, in unconsumed_tail)
+            return
+        data = inflate.unconsumed_tail
+        if not data and len(out) < CHUNK:  # a full CHUNK may leave output inside zlib: ask again
+            return
 
 
 def _next_member(stream: IO[bytes], after: int) -> int:
