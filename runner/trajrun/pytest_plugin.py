@@ -205,7 +205,7 @@ class CaseItem(pytest.Item):
     def setup(self) -> None:
         """Run the case (each file source read once per session); a case error is raised here."""
         from .run.execute import SourceCache, run_case  # deferred: the plugin loads in every pytest session
-        from .run.runner import case_id  # deferred: the plugin loads in every pytest session
+        from .run.plans import case_id  # deferred: the plugin loads in every pytest session
 
         cache = self.config.stash.setdefault(_CACHE, SourceCache())
         cid = case_id(self.config.rootpath, self.path, self.case.name)

@@ -10,7 +10,7 @@ from ..sources import load_trajectory
 from ..sources.extras import unmet
 from ..suites.load import load_suite, validate_suite
 from ..suites.model import Source, Suite
-from .runner import collect, nothing_found
+from .plans import collect, nothing_found
 
 
 def validate_paths(paths: Sequence[str | Path], variables: Mapping[str, Any],
