@@ -34,7 +34,8 @@ from trajrun.reports import json_report, junit
 from trajrun.reports.console import ConsoleReporter
 from trajrun.run.results import OUTCOME_ORDER, CaseResult, RunResult, SuiteResult
 from trajrun.sources import FORMATS, load_trajectory, read_trajectory
-from trajrun.suites.load import CASE_KEYS, SOURCE_KEYS, TOP_KEYS, load_suite
+from trajrun.suites.load import CASE_KEYS, TOP_KEYS, load_suite
+from trajrun.suites.source_keys import SOURCE_KEYS
 from trajrun.trajectory import ToolCall, Trajectory
 
 SAMPLES = sorted((Path(__file__).parent / "data" / "samples").rglob("*.json"))

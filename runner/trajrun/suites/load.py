@@ -13,15 +13,11 @@ from typing import Any, Mapping
 
 from ..collector import collector_paused
 from ..errors import SpecError, SuiteError, SuiteErrors, kind
-from ..match.expectation import ARGS_MODES, MODES, ORDERED_MODES, UNSET, Expectation, JudgeSpec
-from ..sources.checkpoints import SUFFIXES as DATABASE_SUFFIXES
-from ..sources.extras import requirement_problem
-from ..yaml_core import Path as KeyPath
-from .bulk_keys import BULK_KEYS, bulk_fields, bulk_problems, check_bulk_case
+from .bulk_keys import bulk_problems
+from .case_keys import CaseBuilder, judge_settings
 from .document import Ctx, parse_document, raise_errors, read_text
-from .expectation_keys import jsonpath_problem, parse_budget, parse_calls, parse_latency, parse_steps, parse_tools
-from .golden import golden_outside, load_golden
-from .model import CAPTURES, DEFAULT_TIMEOUT, FORMATS, Case, JudgeSettings, Source, Suite
+from .golden import load_golden
+from .model import Case, JudgeSettings, Suite
 from .schema import schema_text
 from .templating import (MAX_CASES, case_name, expand_parametrize, has_templates, merge_defaults, render_tree,
                          variables)
@@ -32,14 +28,7 @@ TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "judge_defaults"
 CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
              "budget", "nodes", "answer", "judge", "threshold", "repeat", "pass_rate", "parametrize", "tags", "skip",
              "xfail", "requires", "latency")
-ASSERTING = ("steps", "golden", "never", "before", "calls", "budget", "nodes", "answer", "judge", "latency")
-JUDGE_KEYS = ("rubric", "reference", "threshold", "model")
 JUDGE_DEFAULT_KEYS = ("model", "base_url", "api_key", "timeout", "retries", "temperature")
-SOURCE_KEYS = ("file", "format", "select", "record", "messages", "command", "timeout", "python", "args", "thread",
-               "checkpoint", "capture", *BULK_KEYS)
-SOURCE_KINDS = ("file", "messages", "command", "python")
-_ONLY_WITH = {"record": ("file",), "timeout": ("command", "python"), "args": ("python",), "thread": ("file",),
-              "checkpoint": ("file",), "capture": ("command", "python")}
 _NOT_RENDERED = ("source", "messages")
 MAX_SUITE_CASES = 100_000
 """The most cases one suite file may hold after ``parametrize`` (counted before any is built)."""
@@ -107,7 +96,7 @@ class _Top:
         value = render_tree(raw, variables(self.vars, self.cli_vars, {}), lambda p: False, errors)
         for problem in errors:
             self.ctx.error(("judge_defaults", *problem.path), problem.message)
-        return JudgeSettings(**_judge_settings(value, self.ctx))
+        return JudgeSettings(**judge_settings(value, self.ctx))
 
     def _defaults(self) -> dict[str, Any]:
         """The ``defaults`` map without unknown keys (reported)."""
@@ -189,7 +178,7 @@ class _Top:
             for problem in errors:
                 ctx.error(problem.path, problem.message)
         name = case_name(str(rendered["name"]), params)
-        return _CaseBuilder(ctx, rendered, name, self.folder, self.golden_root).build(self.tags, misspelt)
+        return CaseBuilder(ctx, rendered, name, self.folder, self.golden_root).build(self.tags, misspelt)
 
 
 def _planned(item: Any) -> int:
@@ -207,289 +196,6 @@ def _default_name(path: Path) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
-
-
-class _CaseBuilder:
-    """One rendered case to a ``Case`` model, every problem reported at its path."""
-
-    def __init__(self, ctx: Ctx, case: dict[str, Any], name: str, folder: Path,
-                 golden_root: str | Path | None = None) -> None:
-        self.ctx, self.case, self.name, self.folder = ctx, case, name, folder
-        self.golden_root = golden_root
-
-    def build(self, suite_tags: tuple[str, ...], misspelt: bool = False) -> Case:
-        """The case model (``misspelt``: an unknown key was reported, so no "asserts nothing" on top)."""
-        case, ctx = self.case, self.ctx
-        source = parse_source(case["source"], ("source",), ctx, self.folder) if "source" in case else None
-        if "source" not in case:
-            ctx.error((), f"case '{self.name}' has no source: add `source:` (a file path, or a map with file, "
-                          "messages, command or python), or set one in defaults")
-        if not misspelt and not any(key in case for key in ASSERTING):
-            ctx.error((), f"case '{self.name}' asserts nothing: add steps, golden, never, before, calls, budget, "
-                          "nodes, answer, judge or latency")
-        tags = suite_tags + (ctx.names(case["tags"], ("tags",), "tags") if "tags" in case else ())
-        check_bulk_case(case, source, ctx)
-        return Case(
-            name=self.name,
-            source=source,
-            expect=self._expectation(),
-            golden=self._golden(),
-            tags=tuple(dict.fromkeys(tags)),
-            skip=self._reason("skip"),
-            xfail=self._reason("xfail"),
-            requires=self._requires(),
-            repeat=self._repeat(source),
-            pass_rate=self._share("pass_rate", 1.0),
-            loc=ctx.loc(()),
-        )
-
-    def _expectation(self) -> Expectation:
-        """Everything the case checks."""
-        case, ctx = self.case, self.ctx
-        steps = parse_steps(case["steps"], ("steps",), ctx) if "steps" in case else None
-        threshold = self._share("threshold", None)
-        if threshold is not None and "steps" not in case and "golden" not in case:
-            ctx.error(("threshold",), "threshold scores the steps, but this case has no steps or golden file", key=True)
-        mode = self._choice("mode", MODES, "match mode") or "strict"
-        self._check_groups(mode)
-        return Expectation(
-            steps=steps,
-            mode=mode,  # type: ignore[arg-type]
-            args_mode=self._choice("args_mode", ARGS_MODES, "argument rule") or "exact",  # type: ignore[arg-type]
-            tools=parse_tools(case["tools"], ("tools",), ctx) if "tools" in case else {},
-            never=ctx.names(case["never"], ("never",), "never") if "never" in case else (),
-            before=self._before(),
-            calls=parse_calls(case["calls"], ("calls",), ctx) if "calls" in case else {},
-            budget=parse_budget(case["budget"], ("budget",), ctx) if "budget" in case else None,
-            nodes=self._nodes(),
-            answer=ctx.compiled(case["answer"], ("answer",)) if "answer" in case else UNSET,
-            threshold=threshold,
-            judge=self._judge(),
-            latency=parse_latency(case["latency"], ("latency",), ctx) if "latency" in case else {},
-        )
-
-    def _judge(self) -> JudgeSpec | None:
-        """``judge:``: a rubric, and optionally reference, threshold and model."""
-        if "judge" not in self.case:
-            return None
-        ctx, value = self.ctx, self.case["judge"]
-        if not ctx.check(value, dict, ("judge",), "judge must be a map with `rubric` (and optionally reference, "
-                                                  "threshold, model)"):
-            return None
-        value = ctx.keys(value, JUDGE_KEYS, ("judge",), "in judge")
-        rubric = value.get("rubric")
-        if "rubric" not in value:
-            ctx.error(("judge",), "judge needs a `rubric`: what the judge model scores the run against")
-        elif ctx.check(rubric, str, ("judge", "rubric"), "rubric must be text") and not rubric.strip():
-            ctx.error(("judge", "rubric"), "rubric is empty; say what a good run does")
-        reference = value.get("reference", False)
-        if not ctx.check(reference, bool, ("judge", "reference"), "reference must be true or false"):
-            reference = False
-        elif reference and "steps" not in self.case and "golden" not in self.case:
-            ctx.error(("judge", "reference"), "reference: true shows the judge the expected steps, but this case "
-                                              "has no steps or golden file; add steps or remove reference", key=True)
-        threshold = _share_of(value, "threshold", ("judge", "threshold"), ctx)
-        model = value.get("model")
-        if "model" in value and not ctx.check(model, str, ("judge", "model"), "model must be a model name"):
-            model = None
-        alone = not any(key in self.case for key in ASSERTING if key != "judge")
-        return JudgeSpec(rubric if isinstance(rubric, str) else "", reference, 0.5 if threshold is None else threshold,
-                         model, alone)
-
-    def _check_groups(self, mode: str) -> None:
-        """``parallel`` groups speak of turns, which only the ordered modes check."""
-        steps = self.case.get("steps")
-        if mode in ORDERED_MODES or not isinstance(steps, list):
-            return
-        for i, item in enumerate(steps):
-            if isinstance(item, dict) and len(item) == 1 and isinstance(item.get("parallel"), list):
-                self.ctx.error(("steps", i, "parallel"), f"parallel groups need mode strict or in_order (they check that "
-                               f"calls share a turn); mode '{mode}' ignores turns — list the steps without `parallel`",
-                               key=True)
-                return
-
-    def _choice(self, key: str, choices: tuple[str, ...], what: str) -> str | None:
-        """A key whose value is one of fixed names (``mode``, ``args_mode``)."""
-        return self.ctx.choice(self.case[key], choices, (key,), what) if key in self.case else None
-
-    def _share(self, key: str, default: float | None) -> float | None:
-        """A number from 0 to 1 (``threshold``, ``pass_rate``)."""
-        value = self.case.get(key, default)
-        if key in self.case and self.ctx.check(value, (int, float), (key,), f"{key} must be a number from 0 to 1"):
-            if not 0 <= value <= 1:
-                self.ctx.error((key,), f"{key} must be from 0 to 1, found {value}")
-            return float(value)
-        return default
-
-    def _before(self) -> tuple[tuple[str, str], ...]:
-        """``before`` pairs ``[a, b]``."""
-        if "before" not in self.case:
-            return ()
-        value = self.case["before"]
-        if not self.ctx.check(value, list, ("before",), "before must be a list of [a, b] pairs"):
-            return ()
-        pairs = []
-        for i, pair in enumerate(value):
-            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) and p for p in pair):
-                pairs.append((pair[0], pair[1]))
-            else:
-                self.ctx.error(("before", i), f"each before entry is a pair [a, b] of tool names (some call of a "
-                                              f"comes before some call of b); found {kind(pair)}")
-        return tuple(pairs)
-
-    def _nodes(self) -> tuple[tuple[str, ...], ...] | None:
-        """Graph nodes per turn: a list of lists of names."""
-        if "nodes" not in self.case:
-            return None
-        value = self.case["nodes"]
-        if not self.ctx.check(value, list, ("nodes",), "nodes must be a list of turns, each a list of node names"):
-            return None
-        return tuple(self.ctx.names(turn, ("nodes", i), "each turn of nodes") for i, turn in enumerate(value))
-
-    def _golden(self) -> Path | None:
-        """The golden file, resolved against the suite's folder; it must lie inside the project (it gets written)."""
-        value = self.case.get("golden")
-        if "golden" not in self.case or not self.ctx.check(value, str, ("golden",), "golden must be a file path"):
-            return None
-        if problem := golden_outside(self.folder / value, self.folder, self.golden_root):
-            self.ctx.error(("golden",), problem)
-        return self.folder / value
-
-    def _reason(self, key: str) -> str | None:
-        """``skip``/``xfail``: a reason; ``true`` means no reason given, ``false`` means not set."""
-        value = self.case.get(key)
-        if key not in self.case or value is False:
-            return None
-        if value is True:
-            return ""
-        return value if self.ctx.check(value, str, (key,), f"{key} must be a reason (text) or true") else None
-
-    def _requires(self) -> tuple[str, ...]:
-        """``requires``: extras (``trajrun[otel]``) and modules without which the case is skipped."""
-        value = self.case.get("requires", [])
-        if not self.ctx.check(value, list, ("requires",), "requires must be a list of extras such as 'trajrun[otel]' "
-                                                          "and Python module names"):
-            return ()
-        good = []
-        for i, item in enumerate(value):
-            problem = requirement_problem(item) if isinstance(item, str) else (
-                f"expected an extra such as 'trajrun[otel]' or a Python module name, found {kind(item)}")
-            if problem:
-                self.ctx.error(("requires", i), problem)
-            else:
-                good.append(item)
-        return tuple(good)
-
-    def _repeat(self, source: Source | None) -> int | None:
-        """``repeat``: a count of at least 1, for live sources only."""
-        if "repeat" not in self.case:
-            return None
-        count = self.ctx.count(self.case["repeat"], ("repeat",), "repeat", least=1)
-        if source is not None and not source.live:
-            self.ctx.error(("repeat",), "repeat runs a live source several times, but this case reads a recorded "
-                                        "run; use a command or python source, or remove repeat", key=True)
-        return count
-
-
-def _share_of(value: dict[str, Any], key: str, path: KeyPath, ctx: Ctx) -> float | None:
-    """A number from 0 to 1 under ``key`` of a map, or None (absent or reported)."""
-    if key not in value or not ctx.check(value[key], (int, float), path, f"{key} must be a number from 0 to 1"):
-        return None
-    if not 0 <= value[key] <= 1:
-        ctx.error(path, f"{key} must be from 0 to 1, found {value[key]}")
-        return None
-    return float(value[key])
-
-
-def _judge_settings(value: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
-    """The checked fields of ``judge_defaults``."""
-    out: dict[str, Any] = {}
-    for key in ("model", "base_url", "api_key"):
-        if key in value and ctx.check(value[key], str, ("judge_defaults", key), f"{key} must be text"):
-            out[key] = value[key]
-    if "timeout" in value and ctx.check(value["timeout"], (int, float), ("judge_defaults", "timeout"),
-                                        "timeout must be seconds"):
-        if value["timeout"] > 0:
-            out["timeout"] = float(value["timeout"])
-        else:
-            ctx.error(("judge_defaults", "timeout"), f"timeout must be above 0 seconds, found {value['timeout']}")
-    retries = ctx.count(value["retries"], ("judge_defaults", "retries"), "retries") if "retries" in value else None
-    if retries is not None:
-        out["retries"] = retries
-    if "temperature" in value and ctx.check(value["temperature"], (int, float), ("judge_defaults", "temperature"),
-                                            "temperature must be a number"):
-        out["temperature"] = float(value["temperature"])
-    return out
-
-
-def parse_source(value: Any, path: KeyPath, ctx: Ctx, folder: Path) -> Source | None:
-    """A source: a file path, or a map with one of file, messages, command, python."""
-    loc = ctx.loc(path)
-    if isinstance(value, str) and value:
-        return Source(file=folder / value, loc=loc)
-    if not isinstance(value, dict):
-        ctx.error(path, f"source must be a file path or a map with file, messages, command or python; "
-                        f"found {kind(value)}")
-        return None
-    value = ctx.keys(value, SOURCE_KEYS, path, "in source")
-    kinds = [k for k in SOURCE_KINDS if k in value]
-    if len(kinds) != 1:
-        found = f"found {' and '.join(kinds)}" if kinds else "found none"
-        ctx.error(path, f"a source needs exactly one of file, messages, command, python; {found}")
-        return None
-    for key, needs in _ONLY_WITH.items():
-        if key in value and not any(kind in value for kind in needs):
-            ctx.error((*path, key), f"{key} applies to a {' or '.join(needs)} source only", key=True)
-    return Source(loc=loc, **_source_fields(value, path, ctx, folder))
-
-
-def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path) -> dict[str, Any]:
-    """The checked fields of a source map."""
-    out: dict[str, Any] = {}
-    texts = {"file": "file must be a path", "command": "command must be a shell command line",
-             "python": "python must be 'module:function'", "select": "select must be a JSONPath"}
-    for key, what in texts.items():
-        if key in value and ctx.check(value[key], str, (*path, key), what):
-            out[key] = value[key]
-    if "file" in out:
-        out["file"] = folder / out["file"]
-    if "python" in out and out["python"].count(":") != 1:
-        ctx.error((*path, "python"), f"python must be 'module:function', found {out['python']!r}")
-    if "select" in out and (problem := jsonpath_problem(out["select"])):
-        ctx.error((*path, "select"), f"invalid JSONPath {out['select']!r}: {problem}")
-    if "format" in value:
-        out["format"] = ctx.choice(value["format"], FORMATS, (*path, "format"), "format") or "auto"
-    if "record" in value:
-        out["record"] = ctx.count(value["record"], (*path, "record"), "record (a 1-based line)", least=1)
-    if "timeout" in value and ctx.check(value["timeout"], (int, float), (*path, "timeout"), "timeout must be seconds"):
-        out["timeout"] = float(value["timeout"]) if value["timeout"] > 0 else DEFAULT_TIMEOUT
-        if value["timeout"] <= 0:
-            ctx.error((*path, "timeout"), f"timeout must be above 0 seconds, found {value['timeout']}")
-    if "args" in value and ctx.check(value["args"], dict, (*path, "args"), "args must be a map of keyword arguments"):
-        out["args"] = value["args"]
-    if "messages" in value and ctx.check(value["messages"], (list, dict), (*path, "messages"),
-                                         "messages must be a list of messages or a document map"):
-        out["messages"] = value["messages"]
-    _picking_fields(value, path, ctx, out)
-    bulk_fields(value, path, ctx, out)
-    return out
-
-
-def _picking_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, out: dict[str, Any]) -> None:
-    """``thread`` and ``checkpoint`` (of a LangGraph database file), ``capture`` (a live source's spans)."""
-    for key in ("thread", "checkpoint"):
-        if key in value and ctx.check(value[key], (str, int), (*path, key), f"{key} must be an id"):
-            out[key] = str(value[key])
-            file = out.get("file")
-            if file is not None and file.suffix.lower() not in DATABASE_SUFFIXES:
-                databases = ", ".join(DATABASE_SUFFIXES)
-                ctx.error((*path, key), f"{key} picks a checkpoint in a LangGraph database ({databases}); {file.name} "
-                                        f"is not one — remove {key}", key=True)  # fmt: skip
-    if "capture" in value:
-        out["capture"] = ctx.choice(value["capture"], CAPTURES, (*path, "capture"), "capture")
-        if out["capture"] is not None and out.get("format", "auto") not in ("auto", "otel"):
-            ctx.error((*path, "format"), "capture: otlp reads the OpenTelemetry spans the agent exports; format "
-                                         f"must be auto or otel, found {out['format']}")  # fmt: skip
 
 
 def validate_suite(suite: Suite) -> list[SuiteError]:
