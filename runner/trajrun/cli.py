@@ -377,7 +377,7 @@ def _judge_options(opts: dict[str, Any]) -> Any:
 
 def _worker_count(jobs: int | str) -> int:
     """``-j`` as a number: ``auto`` is one worker per core; more than the runner's limit is capped, with a note."""
-    from .run.workers import JOBS_PER_CORE, usable_cores, worker_limit  # deferred: start-up time
+    from .run.cores import JOBS_PER_CORE, usable_cores, worker_limit  # deferred: start-up time
 
     count = usable_cores() if jobs == "auto" else int(jobs)
     if count <= worker_limit():

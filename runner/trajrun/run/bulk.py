@@ -25,7 +25,6 @@ from ..sources.records import files_of, partitions
 from ..suites.golden import load_golden
 from ..suites.model import Case, Suite
 from .bulk_eval import BulkSpec, evaluate_documents
-from .bulk_local import LocalEngine
 from .bulk_results import Aggregate, BulkSummary
 from .execute import PendingCase
 from .results import CaseResult
@@ -117,6 +116,8 @@ class BulkSession:
 
                 self.engine = DaskEngine(self.options.scheduler, self.jobs)
             else:
+                from .bulk_local import LocalEngine  # deferred: multiprocessing and tempfile, for bulk cases only
+
                 self.engine = LocalEngine(self.jobs)
         return self.engine
 

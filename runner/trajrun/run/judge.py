@@ -10,7 +10,6 @@ keyed by model, prompt and parameters, so an unchanged run asks nothing. The che
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 import os
@@ -198,6 +197,8 @@ def cache_key(ep: Endpoint, messages: list[dict[str, str]]) -> str:
     """The cache key of one request: model, messages and parameters (never the key or the URL)."""
     material = {"v": CACHE_VERSION, "model": ep.model, "messages": messages, "temperature": ep.temperature,
                 "response_format": RESPONSE_FORMAT}
+    import hashlib  # deferred: only judged cases need it, and it costs start-up time in every run
+
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 

@@ -15,12 +15,12 @@ from typing import Protocol, Sequence
 
 from ..suites.model import Suite
 from .bulk import PENDING, BulkSession
+from .cores import worker_limit
 from .execute import SourceCache
 from .judge import Judge
 from .plans import (Planned, Progress, RunOptions, case_results, collect, load, load_one, nothing_found, pipeline, plan,
                     stops, suite_result)
 from .results import CaseResult, RunResult, SuiteResult
-from .workers import run_parallel, worker_limit
 
 __all__ = ["RunInterrupted", "RunOptions", "Reporter", "run_paths", "run_suite"]
 
@@ -59,6 +59,8 @@ def run_paths(paths: Sequence[str | Path], options: RunOptions | None = None, re
     bulk = BulkSession(options.bulk, min(options.jobs, worker_limit()), reporter)
     try:
         if parallel:
+            from .workers import run_parallel  # deferred: multiprocessing costs start-up time in every run
+
             run_parallel(files, options, root, progress)
             _run_pending_bulk(progress.suites, options, bulk)
         else:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
-import os
 import signal
 import time
 from collections import deque
@@ -16,29 +15,15 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, Callable
 
+from .cores import worker_limit
 from .execute import SourceCache
 from .judge import Judge
 from .plans import Planned, Progress, RunOptions, case_results, load_one, plan, unique_suite
 from .results import CaseResult, SuiteResult
 
 
-JOBS_PER_CORE = 4
-"""``-j`` starts at most this many workers per core: more only adds memory and start-up time."""
 STOP_GRACE = 5.0
 """Seconds stopping workers may take (each kills its live source first) before they are killed."""
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the platform has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity outside Linux
-        return os.cpu_count() or 1
-
-
-def worker_limit() -> int:
-    """The most worker processes ``-j`` starts."""
-    return JOBS_PER_CORE * usable_cores()
 
 
 Unit = tuple[Path, int, int]
