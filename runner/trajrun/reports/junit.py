@@ -73,7 +73,9 @@ def _parts(run: RunResult, hostname: str | None, file_line: bool, system_out: st
 def _stream(handle: BinaryIO, root: ET.Element, parts: Parts) -> None:
     """Write what ``ET.indent`` and ``ElementTree.write`` would of the whole tree, one element at a time:
     each child is written after the newline and indentation that ``indent`` puts before it."""
-    put = lambda text: handle.write(text.encode("utf-8", "xmlcharrefreplace"))  # noqa: E731 - as ElementTree writes
+    def put(text: str) -> None:
+        handle.write(text.encode("utf-8", "xmlcharrefreplace"))  # the errors ElementTree.write uses
+
     put("<?xml version='1.0' encoding='utf-8'?>\n")
     first = next(parts, None)
     if first is None:
