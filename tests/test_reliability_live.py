@@ -81,7 +81,7 @@ PYTHON_CASES = """
 - {name: chdir, source: {python: "agent:wander"}, steps: [get_forecast]}
 - {name: relative source after chdir, source: runs/later.json, steps: [get_forecast]}
 - {name: prints, source: {python: "agent:chatty"}, steps: [get_forecast]}
-- {name: slow, source: {python: "agent:slow", timeout: 1}, steps: [get_forecast]}
+- {name: slow, source: {python: "agent:slow", timeout: 0.5}, steps: [get_forecast]}
 - {name: imports, source: {python: "agent:imports"}, steps: [{get_forecast: {city: clean}}]}
 - {name: set, source: {python: "agent:unjsonable", args: {kind: set}}, steps: [get_forecast]}
 - {name: cycle, source: {python: "agent:unjsonable", args: {kind: cycle}}, steps: [get_forecast]}
@@ -198,7 +198,7 @@ def test_prints_stay_out_of_the_console_report(python_run: dict[str, Any]) -> No
 
 def test_a_python_source_past_its_timeout_is_a_case_error(python_run: dict[str, Any]) -> None:
     """``timeout`` applies to python sources: the child is killed and the case says so."""
-    assert "agent:slow: timed out after 1s" in error_of(python_run, "slow")
+    assert "agent:slow: timed out after 0.5s" in error_of(python_run, "slow")
     assert python_run["cases"]["slow"]["duration"] < 8
 
 
