@@ -27,6 +27,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from report_helpers import drive
 from trajrun.errors import SourceError, TrajrunError
 from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import Expectation, Step
@@ -372,24 +373,13 @@ def test_report_writers_on_arbitrary_unicode(tmp_path_factory: Any, run: RunResu
     """Console, JUnit and JSON reports take any text; the files they write parse back."""
     stream = io.StringIO()
     reporter = ConsoleReporter(stream, verbosity=verbosity, color=color)
-    clean(_console, reporter, run)
+    clean(drive, reporter, run)
     folder = tmp_path_factory.mktemp("reports")
     if clean(junit.write, run, folder / "r.xml") is None and (folder / "r.xml").exists():
         ET.parse(folder / "r.xml")
     if clean(json_report.write, run, folder / "r.json") is None and (folder / "r.json").exists():
         data = json.loads((folder / "r.json").read_text(encoding="utf-8"))
         assert all(not isinstance(v, float) or math.isfinite(v) for v in _leaves(data))
-
-
-def _console(reporter: ConsoleReporter, run: RunResult) -> None:
-    """Feed a whole run to the console reporter as the runner does."""
-    reporter.start(len(run.cases))
-    for suite in run.suites:
-        if suite.load_errors:
-            reporter.suite_load_error(suite)
-        for case in suite.cases:
-            reporter.case_done(case)
-    reporter.finish(run)
 
 
 def _leaves(data: Any) -> list[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from report_helpers import drive
 from trajrun.match.verdict import CheckFailure, Evaluation
 from trajrun.reports.console import ConsoleReporter, render_summary, rule, use_color
 from trajrun.run.results import CaseResult, RunResult, SuiteResult
@@ -57,17 +58,6 @@ def sample_run() -> RunResult:
         case(W, "oslo", "xfailed", message="known bug #12"),
     ))
     return RunResult((SuiteResult("bad", BAD, load_errors=LOAD_ERRORS), billing, weather), duration=0.12)
-
-
-def drive(reporter: ConsoleReporter, run: RunResult) -> None:
-    """Feed a run to the reporter in the order the runner would."""
-    reporter.start(len(run.cases))
-    for suite in run.suites:
-        if suite.load_errors:
-            reporter.suite_load_error(suite)
-        for result in suite.cases:
-            reporter.case_done(result)
-    reporter.finish(run)
 
 
 def output(run: RunResult, verbosity: int = 0, color: bool | None = False, stream: io.StringIO | None = None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from trajrun.errors import SpecError
+from trajrun.errors import SpecError, SuiteErrors
 from trajrun.match.expressions import compile_expression, environment
 from trajrun.suites.load import load_suite
 from trajrun.suites.templating import (
@@ -190,3 +190,18 @@ def test_a_file_without_templates_builds_each_parametrized_case_once_with_the_sa
     assert shown(plain) == shown(general)
     assert {c.expect is plain.cases[0].expect for c in plain.cases} == {True}  # built once
     assert {c.expect is general.cases[0].expect for c in general.cases[1:]} == {False}  # built per expansion
+
+
+def test_a_problem_of_a_case_built_once_is_reported_once_under_its_written_name(tmp_path: Path) -> None:
+    """The expansions of a template-free case share its problems: one message naming the case as written,
+    not one per expansion."""
+    path = tmp_path / "broken.suite.yaml"
+    path.write_text(PARAMETRIZED.format(comment="").replace("    source: runs/paris.json\n", "").replace(
+        "mode: unordered", "mode: unorderd"))
+    with pytest.raises(SuiteErrors) as info:
+        load_suite(path)
+    assert [str(e) for e in info.value.errors] == [
+        f"{path}:2:18: defaults.mode: unknown match mode 'unorderd' — did you mean 'unordered'?",
+        f"{path}:4:5: cases[0]: case 'forecast' has no source: add `source:` (a file path, or a map with file, "
+        "messages, command or python), or set one in defaults",
+    ]

@@ -163,9 +163,10 @@ class _Top:
         merged, origins = merge_defaults(self.defaults, {k: v for k, v in item.items() if k != "parametrize"})
         absolute = {p: (*where, *o[1:]) if o[0] == "case" else o for p, o in origins.items()}
         ctx = self.ctx.child({(): where, **absolute})
-        if not self.templated:  # every expansion is the same case but for its name: build it once
-            first = self._build(merged, params[0], ctx, misspelt)
-            return [first, *(dataclasses.replace(first, name=case_name(merged["name"], values)) for values in params[1:])]
+        if not self.templated and len(params) > 1:
+            # every expansion is the same case but for its name: build it once, its problems named as written
+            once = self._build(merged, [], ctx, misspelt)
+            return [dataclasses.replace(once, name=case_name(once.name, values)) for values in params]
         return [self._build(merged, values, ctx, misspelt) for values in params]
 
     def _build(self, merged: dict[str, Any], params: list[tuple[str, Any]], ctx: Ctx, misspelt: bool) -> Case:

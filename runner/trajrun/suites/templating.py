@@ -160,7 +160,7 @@ def render_string(text: str, variables: Mapping[str, Any]) -> Any:
     Raises ``SpecError`` for an undefined variable, a syntax error, a failing expression, or one
     that goes past the sandbox's bounds (sizes, steps, time: ``trajrun.match.expressions``).
     """
-    if not any(marker in text for marker in _TEMPLATE_MARKERS):
+    if not has_templates(text):
         return text
     from jinja2 import TemplateSyntaxError, UndefinedError  # deferred: jinja2 costs start-up time
 
