@@ -16,6 +16,7 @@ import xmlschema
 from junitparser import Error, Failure, JUnitXml, Skipped
 from trajrun.match.verdict import CheckFailure, Evaluation
 from trajrun.reports import junit
+from trajrun.reports.text import xml_safe
 from trajrun.run.bulk_results import BulkSummary
 from trajrun.run.results import CaseResult, RunResult, SuiteResult
 from trajrun.trajectory import ToolCall, Trajectory, Usage
@@ -135,6 +136,17 @@ def test_forbidden_characters_are_replaced_and_unicode_kept(report: Path) -> Non
     assert odd.result[0].message == "answer: got #x1B[31mred#x00 #xFFFE"
     assert odd.result[0].text == "body #x0B\x7f ok"
     assert odd.system_out == '- search: {"q": "\\u0000\\u001b#xD800"}\n'  # JSON escapes controls; XML the surrogate
+
+
+def test_every_character_outside_xml_1_0_is_replaced_and_no_other() -> None:
+    """Over all of Unicode, exactly the characters XML 1.0's Char production leaves out are replaced."""
+    allowed = re.compile("[\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # the production, verbatim
+    every = "".join(map(chr, range(0x110000)))
+    illegal = allowed.sub("", every)
+    assert len(illegal) == 29 + 2048 + 2  # C0 controls but tab, LF, CR; surrogates; U+FFFE, U+FFFF
+    assert xml_safe(illegal) == "".join(f"#x{ord(c):02X}" for c in illegal)
+    kept = allowed.findall(every)
+    assert xml_safe("".join(kept)) == "".join(kept)
 
 
 def test_times_have_three_decimals_and_timestamps_no_zone(report: Path) -> None:

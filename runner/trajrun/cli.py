@@ -10,14 +10,13 @@ import gc
 import os
 import signal
 import sys
-import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator, NoReturn
 
 import click
 
 from . import __version__
-from .errors import TrajrunError
+from .errors import TrajrunError, exception_line, exception_trace
 from .sources.formats import FORMATS
 
 EXIT_USAGE = 2
@@ -38,8 +37,8 @@ def _fail(message: str, details: tuple[str, ...] = ()) -> NoReturn:
 def _internal_error(exc: Exception, show_trace: bool, how_to_see: str) -> NoReturn:
     """A trajrun bug: one line naming the exception (its traceback first when ``show_trace``), exit status 3."""
     if show_trace:
-        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        print(exception_trace(exc), file=sys.stderr)
+    last = exception_line(exc)
     hint = "please report it" if show_trace else f"{how_to_see} for the traceback, and please report it"
     click.echo(f"trajrun: internal error: {last}; {hint}", err=True)
     sys.exit(EXIT_INTERNAL)

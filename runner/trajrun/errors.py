@@ -119,3 +119,17 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     choices = list(choices)
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f" — did you mean '{close[0]}'?" if close else f"; expected one of {', '.join(choices)}"
+
+
+def exception_line(exc: BaseException) -> str:
+    """The last line Python prints for an exception (``ValueError: bad``), for one-line messages."""
+    import traceback  # deferred: only a failure pays for it (linecache and tokenize cost start-up time)
+
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def exception_trace(exc: BaseException) -> str:
+    """The whole traceback of an exception, for details a user asks to see."""
+    import traceback  # deferred, as in exception_line
+
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()

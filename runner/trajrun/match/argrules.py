@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import importlib
 import re
-import traceback
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from ..errors import CheckError
+from ..errors import CheckError, exception_line
 from ..sources.documents import parse_jsonpath
 from .expectation import ANY_ARGS, Expectation, FieldRule, Step
 from .matchers import Approx
@@ -181,7 +180,7 @@ def call_compare(spec: str, expected: Any, actual: Any) -> bool:
     try:
         return bool(func(expected, actual))
     except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        last = exception_line(exc)
         raise CheckError(f"compare {spec} raised {last}") from None
 
 
@@ -200,7 +199,7 @@ def load_compare(spec: str) -> Callable[[Any, Any], Any]:
     try:
         return _load(spec)
     except Exception as exc:  # noqa: BLE001 - import errors of user code are reported
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        last = exception_line(exc)
         raise CheckError(
             f"compare {spec} cannot be loaded: {last}; give it as 'module:function' importable from the suite's folder"
         ) from None

@@ -10,10 +10,9 @@ import difflib
 import json
 import math
 import re
-import traceback
 from typing import Any, Callable, Hashable
 
-from ..errors import CheckError, SpecError
+from ..errors import CheckError, SpecError, exception_line
 from ..limits import compile_regex, regex_search
 from .expressions import TemplateLimit, evaluate_expression, syntax_problem
 from .values import JSON_TYPES, Matcher, Path, compare_value, is_number, json_type, render_value
@@ -273,7 +272,7 @@ class Expr(Matcher):
         except TemplateLimit as exc:
             raise CheckError(f"$expr {quote_text(self.source)} stopped on {render_value(actual)}: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            last = exception_line(exc)
             raise CheckError(f"$expr {quote_text(self.source)} failed on {render_value(actual)}: {last}") from None
         if not isinstance(result, bool):
             raise CheckError(

@@ -7,24 +7,24 @@ import dataclasses
 import os
 import sys
 import time
-import traceback
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import SourceError, SuiteErrors, TrajrunError
+from ..errors import SourceError, SuiteErrors, TrajrunError, exception_line, exception_trace
 from ..match.evaluate import evaluate
 from ..match.expectation import Expectation
 from ..match.verdict import CheckFailure, Evaluation, JudgeVerdict
 from ..sources import apply_select, load_trajectory, read_trajectory
 from ..sources.extras import unmet
-from ..sources.live import call_python, run_command
 from ..suites.golden import dump_steps, load_golden, write_golden
 from ..suites.model import Case, Source, Suite
 from ..trajectory import Trajectory
 from .judge import SKIPPED, Judge, default_judge
 from .results import CaseResult
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 TRACEBACK_VAR = "TRAJRUN_TRACEBACK"
 """Set to 1 to put an internal error's traceback in its case's details (``trajrun run`` keeps it out by default)."""
@@ -34,9 +34,9 @@ class ReaderCrash(SourceError):
     """An unexpected exception while reading a source (a trajrun bug), as a case error; ``trace`` is its traceback."""
 
     def __init__(self, exc: Exception, origin: str) -> None:
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        last = exception_line(exc)
         super().__init__(f"internal error reading {origin}: {last} (please report it)")
-        self.trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+        self.trace = exception_trace(exc)
 
 
 @contextlib.contextmanager
@@ -96,6 +96,8 @@ def _live_document(source: Source, folder: Path) -> Any:
 
 def _run_agent(source: Source, folder: Path, capture: Mapping[str, str] | None) -> Any:
     """Run the command or call the function; ``capture`` holds the variables pointing it at a receiver."""
+    from ..sources.live import call_python, run_command  # deferred: subprocess and pickle load only for live sources
+
     if source.command is not None:
         return run_command(source.command, folder, source.timeout, capture)
     assert source.python is not None
@@ -221,8 +223,8 @@ def _attempt(case: Case, folder: Path, cache: SourceCache, update_golden: bool) 
     except TrajrunError as exc:
         return Attempt(traj, Evaluation(errors=(str(exc),)))
     except Exception as exc:  # noqa: BLE001 - one broken case never stops the others
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+        last = exception_line(exc)
+        trace = exception_trace(exc)
         return Attempt(traj, Evaluation(errors=(f"internal error: {last} (please report it)",)),
                        details=_trace_details(trace))
 

@@ -13,25 +13,24 @@ import functools
 import json
 import math
 import os
-import random
 import sys
 import threading
-import traceback
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import TrajrunError
+from ..errors import TrajrunError, exception_line
 from ..files import FileWriteError, atomic_write
 from ..match.expectation import ANY_ARGS, JudgeSpec, Step
 from ..match.values import render_value
 from ..match.verdict import JudgeVerdict
 from ..suites.model import JudgeSettings
 from ..trajectory import ToolCall, Trajectory
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 INSTALL_HINT = "pip install 'trajrun[judge]'"
 CACHE_FOLDER = ".trajrun-cache"
@@ -141,6 +140,8 @@ def _step_text(step: Step) -> str:
 @functools.lru_cache(maxsize=2)
 def _template(name: str) -> Any:
     """A prompt template shipped in ``run/judge_prompts/``, compiled once."""
+    from importlib import resources  # deferred: only runs with judge checks need it
+
     import jinja2  # deferred: only runs with judge checks need it
 
     text = (resources.files(__package__) / "judge_prompts" / name).read_text(encoding="utf-8")
@@ -265,6 +266,8 @@ class Judge:
     def submit(self, spec: JudgeSpec, settings: JudgeSettings, traj: Trajectory, steps: Sequence[Step] | None,
                mode: str) -> Future[JudgeVerdict]:
         """Start judging one run; with ``--no-judge`` the future already holds a skipped verdict."""
+        from concurrent.futures import Future  # deferred: its logging import costs every run's start-up
+
         if not self.options.enabled:
             done: Future[JudgeVerdict] = Future()
             done.set_result(JudgeVerdict(spec.threshold, skipped=SKIPPED))
@@ -292,7 +295,7 @@ class Judge:
         except JudgeProblem as exc:
             return JudgeVerdict(spec.threshold, model=model, error=str(exc))
         except Exception as exc:  # noqa: BLE001 - a judge bug fails this check, never the run
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            last = exception_line(exc)
             return JudgeVerdict(spec.threshold, model=model, error=f"internal error: {last} (please report it)")
 
     def close(self) -> None:
@@ -311,6 +314,8 @@ class Judge:
         """The thread pool, started on the first request (so runs without judge checks start no thread)."""
         with self._lock:
             if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor  # deferred, as in submit
+
                 self._pool = ThreadPoolExecutor(max(1, self.options.concurrency), thread_name_prefix="trajrun-judge")
             return self._pool
 
@@ -358,6 +363,8 @@ class Judge:
         """Seconds before retry ``attempt + 1``: the server's ``Retry-After``, else doubling backoff with jitter."""
         if asked is not None:
             return min(asked, MAX_PAUSE)
+        import random  # deferred: only a retried request needs it
+
         return min(self.options.backoff * 2 ** attempt * (0.5 + random.random() / 2), MAX_PAUSE)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Callable, Iterable
 
@@ -146,6 +145,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def in_shard(case_id: str, shard: tuple[int, int]) -> bool:
     """The contract's stable split: ``sha256(id) mod N == I - 1``."""
+    import hashlib  # deferred: only --shard needs it, and _hashlib costs every run's start-up
+
     index, count = shard
     digest = int.from_bytes(hashlib.sha256(case_id.encode("utf-8")).digest(), "big")
     return digest % count == index - 1
