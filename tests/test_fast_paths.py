@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from properties import PROPERTY
+from trajrun.errors import SourceError
 from trajrun.match.compatibility import Candidates
 from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import MODES, Expectation, Step
 from trajrun.match.matchers import compile_value
 from trajrun.match.values import canon, compare_value, flat_match, is_flat, same_flat
-from trajrun.sources import read_trajectory
-from trajrun.sources.builder import Builder, _decode_all, decode_args
+from trajrun.sources import FORMATS, read_trajectory
+from trajrun.sources import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai_responses, otel
+from trajrun.sources.builder import Builder, NotThisFormat, _decode_all, decode_args
+from trajrun.sources.detect import _REFUSE_LISTS, _detect, _try_each
 from trajrun.trajectory import ToolCall, Trajectory
 
 FLAT_VALUES = st.sampled_from([1, 1.0, 2, 0, -0.0, "1", "a", None, True, False, [1], {"k": 1}])
@@ -146,3 +150,48 @@ def test_reversed_ten_thousand_partial_calls_stay_linear() -> None:
     for mode in ("strict", "unordered", "superset"):
         ev = evaluate(Expectation(steps=steps, mode=mode, args_mode="superset"), traj)  # type: ignore[arg-type]
         assert ev.passed == (mode != "strict")
+
+
+READERS_BEFORE_OPENAI = (otel, graph, langgraph, native, anthropic, gemini, bedrock, openai_responses, langchain)
+ITEMS = st.sampled_from([
+    {"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}, {"role": "user", "content": []},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "function": {"name": "s", "arguments": "{}"}}]},
+    {"role": "assistant", "content": "done"}, {"role": "assistant", "content": "x", "usage": {"input_tokens": 1}},
+    {"role": "assistant", "function_call": {"name": "s", "arguments": "{}"}}, {"role": "tool", "content": "ok"},
+    {"role": "tool", "tool_call_id": "c0", "content": [{"type": "text", "text": "ok"}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c0", "content": "ok"}]},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "c0", "name": "s", "input": {}}]},
+    {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}]},
+    {"role": "assistant", "content": [{"toolUse": {"toolUseId": "c0", "name": "s", "input": {}}}]},
+    {"role": "model", "parts": [{"functionCall": {"name": "s", "args": {}}}]}, {"author": "agent"},
+    {"content": {"parts": [{"text": "hi"}]}}, {"type": "function_call", "name": "s", "arguments": "{}", "call_id": "c0"},
+    {"type": "message", "role": "assistant", "content": "hi"}, {"type": "ai", "content": "", "tool_calls": []},
+    {"type": "human", "data": {"content": "hi"}}, {"lc": 1, "type": "constructor", "id": ["AIMessage"], "kwargs": {}},
+    {"spanId": "a", "name": "chat"}, {"resourceSpans": []}, {"context": {"span_id": "a"}}, {"type": 3}, {"role": 1},
+    {"role": "assistant", "content": 5}, {}, "text", 7, None, ["nested"],
+])  # fmt: skip
+
+
+@PROPERTY
+@given(st.lists(ITEMS, max_size=5))
+def test_list_refusals_are_sure(items: list[Any]) -> None:
+    """A reader's ``refuses_list`` is True only when its ``read`` refuses the list; detection skipping them agrees."""
+    for module in READERS_BEFORE_OPENAI:
+        if module.refuses_list(items):
+            with pytest.raises(NotThisFormat):
+                module.read(items, auto=True)
+    assert _detected(_detect, items) == _detected(_try_each, items)
+
+
+def _detected(detect: Any, items: list[Any]) -> Any:
+    """A detection's trajectory, or its error's text and reasons."""
+    try:
+        return detect(items, "run.json", "fix", "hint")
+    except SourceError as exc:
+        return str(exc), exc.reasons
+
+
+def test_refusals_are_listed_in_detection_order() -> None:
+    """Detection's shortcut asks every reader before openai, in the order detection tries them."""
+    assert _REFUSE_LISTS == tuple(module.refuses_list for module in READERS_BEFORE_OPENAI)
+    assert [module.FORMAT for module in READERS_BEFORE_OPENAI] == list(FORMATS[:-1])

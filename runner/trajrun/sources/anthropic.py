@@ -28,6 +28,21 @@ def read(doc: Any, *, auto: bool = False) -> Trajectory:
     return builder.finish(FORMAT)
 
 
+def refuses_list(messages: list[Any]) -> bool:
+    """Whether ``read(messages, auto=True)`` surely refuses: a message with a role other than user or assistant (or
+    content neither text nor blocks) comes before any content blocks or usage, or no message has blocks (so no
+    evidence). False when it cannot tell cheaply. Detection skips the reader when True."""
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            return True
+        content = message.get("content")
+        if not isinstance(content, str):
+            return not isinstance(content, list)
+        if message.get("usage") is not None:  # summed by make_usage, which may raise (an infinite count)
+            return False
+    return True
+
+
 def _message(builder: Builder, message: Any, i: int) -> bool:
     """Read one message; True when it holds a block only Anthropic writes."""
     role = message.get("role") if isinstance(message, dict) else None

@@ -23,6 +23,16 @@ def read(doc: Any, *, auto: bool = False) -> Trajectory:
     return builder.finish(FORMAT)
 
 
+def refuses_list(messages: list[Any]) -> bool:
+    """Whether ``read(messages, auto=True)`` surely refuses a list: empty, or message 0 not a user or assistant
+    message with a list of blocks. Detection skips the reader when True."""
+    if not messages:
+        return True
+    head = messages[0]
+    return not isinstance(head, dict) or head.get("role") not in ("user", "assistant") or \
+        not isinstance(head.get("content"), list)
+
+
 def _messages(doc: Any) -> tuple[list[Any], Usage | None]:
     """The message list, and the response usage when ``doc`` is a whole Converse response."""
     if isinstance(doc, dict) and isinstance(doc.get("output"), dict):

@@ -29,6 +29,19 @@ def read(doc: Any, *, auto: bool = False) -> Trajectory:
     return builder.finish(FORMAT)
 
 
+def refuses_list(items: list[Any]) -> bool:
+    """Whether ``read(items, auto=True)`` surely refuses a list: empty, or item 0 neither a content nor an event.
+    Detection skips the reader when True."""
+    if not items:
+        return True
+    head = items[0]
+    if not isinstance(head, dict):
+        return True
+    content = head.get("content")
+    return not (isinstance(head.get("parts"), list) or (isinstance(content, dict) and isinstance(content.get("parts"), list))
+                or "author" in head)  # fmt: skip
+
+
 def _entries(doc: Any) -> Iterator[_Entry]:
     """The ``(content, raw usage)`` pairs of any supported Gemini or ADK shape."""
     if isinstance(doc, list):

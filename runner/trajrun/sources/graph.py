@@ -14,6 +14,11 @@ from .builder import NotThisFormat, text_of
 FORMAT = "graph"
 
 
+def refuses_list(items: list[Any]) -> bool:
+    """True: ``read`` refuses every list (a graph trajectory is a mapping), so detection skips it for one."""
+    return True
+
+
 def read(doc: Any, *, auto: bool = False) -> Trajectory:
     """Read a GraphTrajectory into node lists per turn."""
     if isinstance(doc, dict) and isinstance(doc.get("outputs"), dict):

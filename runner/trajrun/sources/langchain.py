@@ -36,6 +36,15 @@ def read(doc: Any, *, auto: bool = False) -> Trajectory:
     return read_messages(doc, FORMAT)
 
 
+def refuses_list(items: list[Any]) -> bool:
+    """Whether ``read(items, auto=True)`` surely refuses a list: empty, or item 0 not a mapping or of no LangChain
+    message type (``lc`` constructors, type ``constructor``, are left to the reader). Detection skips it when True."""
+    if not items:
+        return True
+    kind = items[0].get("type") if isinstance(items[0], dict) else None
+    return not isinstance(kind, str) or (kind not in _KINDS and kind != "constructor")
+
+
 def read_messages(messages: list[Any], fmt: str) -> Trajectory:
     """Read a LangChain message list into a Trajectory reported as format ``fmt``."""
     builder = Builder()

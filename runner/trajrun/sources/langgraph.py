@@ -19,6 +19,11 @@ FORMAT = "langgraph"
 _STATE_KEYS = frozenset({"next", "config", "checkpoint", "metadata", "tasks", "created_at", "parent_config"})
 
 
+def refuses_list(items: list[Any]) -> bool:
+    """True: ``read`` refuses every list (a checkpoint or state is a mapping), so detection skips it for one."""
+    return True
+
+
 def read(doc: Any, *, auto: bool = False) -> Trajectory:
     """Read the messages of a LangGraph checkpoint or state."""
     state = _state(doc)

@@ -20,6 +20,11 @@ FORMAT = "trajectory"
 _FOREIGN_KEYS = frozenset({"role", "type", "content", "data", "kwargs", "parts"})
 
 
+def refuses_list(items: list[Any]) -> bool:
+    """True: ``read`` refuses every list (trajrun's shape is a mapping), so detection skips it for one."""
+    return True
+
+
 def read(doc: Any, *, auto: bool = False) -> Trajectory:
     """Read trajrun's own shape, or the Elixir shape when ``messages`` is there too."""
     if not isinstance(doc, dict) or not isinstance(doc.get("tool_calls"), list):

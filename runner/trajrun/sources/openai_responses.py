@@ -31,15 +31,28 @@ def read(doc: Any, *, auto: bool = False) -> Trajectory:
     return builder.finish(FORMAT, usage)
 
 
+def refuses_list(items: list[Any]) -> bool:
+    """Whether ``read(items, auto=True)`` surely refuses a list: it has no typed item before its first Chat
+    Completions message. Detection skips the reader when True."""
+    return _untyped(items) is not None
+
+
 def _require_typed(items: list[Any]) -> None:
     """Detection needs a typed item before any Chat Completions message (role ``tool`` or ``tool_calls``)."""
+    reason = _untyped(items)
+    if reason is not None:
+        raise NotThisFormat(reason)
+
+
+def _untyped(items: list[Any]) -> str | None:
+    """Why the items have no typed item before a Chat Completions message, or None when they have one."""
     for i, item in enumerate(items):
         if isinstance(item, dict):
             if "type" in item:
-                return
+                return None
             if "tool_calls" in item or item.get("role") == "tool":
-                raise NotThisFormat(f"item {i} is a Chat Completions message ('tool_calls' or role 'tool')")
-    raise NotThisFormat("no typed items (function_call, message, …)")
+                return f"item {i} is a Chat Completions message ('tool_calls' or role 'tool')"
+    return "no typed items (function_call, message, …)"
 
 
 def _items(doc: Any) -> tuple[list[Any], Any]:

@@ -89,6 +89,16 @@ def _raw_spans(doc: Any) -> list[dict[str, Any]]:
 
 
 
+def refuses_list(items: list[Any]) -> bool:
+    """Whether ``_raw_spans(items)`` surely refuses a list (empty, or item 0 neither an OTLP document nor a span),
+    so the ``otel`` reader raises ``NotThisFormat`` before any ``NotOneRun``; detection then skips it."""
+    if not items:
+        return True
+    head = items[0]
+    return not (isinstance(head, dict) and _is_export(head)) and not _is_span(head)
+
+
+
 def _is_export(doc: dict[str, Any]) -> bool:
     """An OTLP ``ExportTraceServiceRequest`` (camelCase as OTLP/JSON, snake_case as protobuf field names)."""
     return isinstance(doc.get("resourceSpans", doc.get("resource_spans")), list)
