@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -416,6 +417,37 @@ def test_size_limit_applies_per_line_when_streaming_a_record(tmp_path: Path, mon
     assert load_document(path, record=1) == {"n": 1}
     with pytest.raises(SourceError, match="line 2 holds more than 1,000 bytes, the limit on one source document"):
         load_document(path, record=2)
+
+
+@pytest.mark.parametrize("name", ["run.json", "run.json.gz"])
+def test_a_small_source_is_read_without_a_buffer_of_the_whole_limit(tmp_path: Path, name: str) -> None:
+    """Reading asked for `limit + 1` bytes at once, which allocated 1 GiB for every source file, however small."""
+    text = json.dumps([{"role": "user", "content": "x" * 5000}])
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    tracemalloc.start()
+    try:
+        assert load_document(path) == json.loads(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20
+
+
+@pytest.mark.parametrize("name", ["run.json", "run.json.gz"])
+def test_a_source_of_exactly_the_limit_reads_and_one_byte_more_does_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The limit counts bytes read (decompressed for gzip): equal passes, one past is the size error."""
+    monkeypatch.setenv("TRAJRUN_MAX_SOURCE_BYTES", "3000000")
+    for size, fits in ((3_000_000, True), (3_000_001, False)):
+        text = "[" + " " * (size - 2) + "]"
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+        if fits:
+            assert load_document(path) == []
+        else:
+            with pytest.raises(SourceError, match="more than 3,000,000 bytes"):
+                load_document(path)
 
 
 def test_malformed_size_limit_variable_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,7 +28,9 @@ import gzip
 import io
 import json
 import operator
+import os
 import re
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -157,8 +159,20 @@ class _Capped(io.RawIOBase):
         return self._counted(n)
 
     def readall(self) -> bytes:
-        """The rest of the file in one read (asking for one byte past the limit, to notice it)."""
-        data = self.inner.read() if self.limit is None else self.inner.read(self.limit - self.count + 1)
+        """The rest of the file, asking for one byte past the limit to notice it.
+
+        Never ``read(limit)`` at once: that allocates a buffer of the whole limit (1 GiB by default)
+        for every source, however small. A plain file is read at its size, anything else in pieces.
+        """
+        if self.limit is None:
+            data = self.inner.read()
+        else:
+            size = _plain_size(self.inner)
+            want, parts, piece = self.limit - self.count + 1, [], size + 1 if size >= 0 else _PIECE
+            while want > 0 and (chunk := self.inner.read(min(want, piece))):
+                parts.append(chunk)
+                want, piece = want - len(chunk), _PIECE
+            data = b"".join(parts)
         self._counted(len(data))
         return data
 
@@ -173,6 +187,20 @@ class _Capped(io.RawIOBase):
         if self.limit is not None and self.count > self.limit:
             raise _TooLarge(self.limit)
         return n
+
+
+_PIECE = 1 << 20
+
+
+def _plain_size(inner: IO[bytes]) -> int:
+    """The bytes left in a plain file opened for binary reading, -1 for anything else (gzip, pipes)."""
+    if not isinstance(inner, io.BufferedReader):
+        return -1
+    try:
+        status = os.fstat(inner.fileno())
+        return status.st_size - inner.tell() if stat.S_ISREG(status.st_mode) else -1
+    except (OSError, ValueError):
+        return -1
 
 
 def _read(stream: IO[str], kind: str, record: int | None, origin: str, limit: int) -> Any:
