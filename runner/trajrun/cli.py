@@ -235,7 +235,8 @@ def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, ju
     spool = _records_spool(opts)
     options = RunOptions(opts["keyword"], opts["marker"], opts["exitfirst"], shard, _worker_count(opts["jobs"]),
                          _parse_vars(opts["variables"]), opts["update_golden"], golden_root=_folder(opts["golden_root"]),
-                         judge=_judge_options(opts), bulk=_bulk_options(opts, spool))
+                         judge=_judge_options(opts), bulk=_bulk_options(opts, spool),
+                         expected_steps=bool(json_file or html_file))
     console = sys.stderr if json_file == "-" else sys.stdout  # stdout carries the JSON report alone
     reporter = ConsoleReporter(console, verbosity=-1 if opts["quiet"] else opts["verbose"])
     try:

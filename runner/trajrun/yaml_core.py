@@ -77,18 +77,32 @@ class Marks:
 
     values: dict[Path, Any] = field(default_factory=dict)
     keys: dict[Path, Any] = field(default_factory=dict)
+    line_offset: int = 0
+    """Added to every line: the marks of a piece of the file parsed on its own (``yaml_items``)."""
+    base: Marks | None = None
+    """The marks of the rest of the document, for paths this piece does not hold."""
 
     def value(self, path: Path) -> Pos:
         """The position of the value at ``path``, or of its nearest written ancestor."""
-        while path and path not in self.values:
+        base = self.base
+        while True:
+            mark = self.values.get(path)
+            if mark is not None:
+                return Pos(mark.line + 1 + self.line_offset, mark.column + 1)
+            if base is not None and path in base.values:
+                return base.value(path)
+            if not path:
+                return Pos(1, 1)
             path = path[:-1]
-        mark = self.values.get(path)
-        return _pos(mark) if mark is not None else Pos(1, 1)
 
     def key(self, path: Path) -> Pos:
         """The position of the key that ends ``path`` (the value's when there is no key)."""
         mark = self.keys.get(path)
-        return _pos(mark) if mark is not None else self.value(path)
+        if mark is not None:
+            return Pos(mark.line + 1 + self.line_offset, mark.column + 1)
+        if self.base is not None and path in self.base.keys:
+            return self.base.key(path)
+        return self.value(path)
 
 
 class YamlProblem(Exception):
@@ -193,7 +207,7 @@ class _CoreNodeParser(_CParser or object):  # type: ignore[misc]
     """libyaml's parser and composer, tagging plain scalars ``plain`` so the core schema resolves them.
 
     Composition runs in C; aliases stay shared nodes (never expanded here), explicit tags are
-    kept as written and checked by ``_Builder``.
+    kept as written and checked by ``NodeBuilder``.
     """
 
     def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
@@ -209,7 +223,7 @@ class _CoreNodeParser(_CParser or object):  # type: ignore[misc]
         """Path-dependent resolution is not used."""
 
 
-def _compose(text: str) -> Node | None:
+def compose(text: str) -> Node | None:
     """The document's node tree: libyaml's composer on the happy path; the event composer (which
     gives precise messages, and accepts re-defined anchors) when libyaml is missing or objects."""
     if _CParser is not None and parser_class is _CParser:
@@ -229,7 +243,7 @@ def load_text(text: str) -> Loaded:
 def _load(text: str) -> Loaded:
     """``load_text`` with the collector paused."""
     try:
-        root = _compose(text)
+        root = compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         message = " ".join(p for p in (exc.context, exc.problem) if p)
@@ -240,7 +254,7 @@ def _load(text: str) -> Loaded:
         head = text.encode("utf-8")[: exc.position].decode("utf-8", "replace")
         pos = Pos(head.count("\n") + 1, len(head) - (head.rfind("\n") + 1) + 1)
         raise YamlProblem(f"invalid YAML: {exc.reason} (character {exc.character!r})", pos) from None
-    builder = _Builder()
+    builder = NodeBuilder()
     data = builder.build(root, ()) if root is not None else None
     return Loaded(data, builder.marks, builder.duplicates)
 
@@ -326,7 +340,7 @@ def _refused(tag: str, mark: Any, path: Path) -> YamlProblem:
 _ALLOWED_TAGS = {ScalarNode: {"plain", *_SCALAR_TAGS}, SequenceNode: {_CORE + "seq"}, MappingNode: {_CORE + "map"}}
 
 
-class _Builder:
+class NodeBuilder:
     """Nodes to plain data, recording marks by path and counting nodes reached through aliases."""
 
     def __init__(self) -> None:

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import SuiteErrors, TrajrunError
 from ..suites.load import load_suite
@@ -43,14 +43,21 @@ class RunOptions:
     golden_root: Path | None = None
     judge: JudgeOptions = field(default_factory=JudgeOptions)
     bulk: BulkOptions = field(default_factory=BulkOptions)
+    expected_steps: bool = True
+    """Whether results keep each case's expected steps, which only the JSON and HTML reports show: a large file
+    streamed without them holds its results alone, not its cases (``prerun``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """A loaded suite and the cases selected from it, with their ids."""
+    """A loaded suite and the cases selected from it, with their ids.
+
+    A case of a streamed file (``prerun``) may already be a result; ``prerun`` is how long those took.
+    """
 
     suite: Suite
-    cases: tuple[tuple[str, Case], ...]
+    cases: tuple[tuple[str, Case | CaseResult], ...]
+    prerun: float = 0.0
 
 
 @dataclass
@@ -100,18 +107,6 @@ def suite_id(root: Path, suite_path: Path) -> str:
     return shown.as_posix()
 
 
-def load(files: Iterable[Path], variables: Mapping[str, Any], golden_root: Path | None = None) -> list[Suite | SuiteResult]:
-    """Load every file; a file that fails (or repeats another suite's name) becomes a SuiteResult of errors."""
-    loaded: list[Suite | SuiteResult] = []
-    names: dict[str, Path] = {}
-    for path in files:
-        item = load_one(path, variables, golden_root)
-        if isinstance(item, Suite):
-            item = unique_suite(item, item.name, path, names)
-        loaded.append(item)
-    return loaded
-
-
 def load_one(path: Path, variables: Mapping[str, Any], golden_root: Path | None = None) -> Suite | SuiteResult:
     """One suite, or a SuiteResult holding every error of the file."""
     try:
@@ -131,20 +126,44 @@ def unique_suite(item: Any, name: str, path: Path, names: dict[str, Path]) -> An
 
 def plan(suite: Suite, options: RunOptions, root: Path) -> tuple[Planned, int]:
     """Select a suite's cases by ``-k``, ``-m`` and ``--shard``; returns the plan and the number left out."""
+    keep = selector(options)
+    prefix = suite_id(root, suite.path)  # resolving the paths once per file, not per case
+    chosen = [(cid, case) for case in suite.cases if keep(suite.name, cid := f"{prefix}::{case.name}", case)]
+    return Planned(suite, tuple(chosen)), len(suite.cases) - len(chosen)
+
+
+def selector(options: RunOptions) -> Callable[[str, str, Case], bool]:
+    """Whether ``-k``, ``-m`` and ``--shard`` keep a case, given its suite's name and its id."""
     keep_k = keyword_matcher(options.keyword) if options.keyword else None
     keep_m = marker_matcher(options.marker) if options.marker else None
-    chosen = []
-    prefix = suite_id(root, suite.path)  # resolving the paths once per file, not per case
-    for case in suite.cases:
-        cid = f"{prefix}::{case.name}"
-        if keep_k and not keep_k(f"{suite.name}::{case.name}") and not keep_k(cid):
-            continue
+    shard = options.shard
+
+    def keep(suite_name: str, cid: str, case: Case) -> bool:
+        """The three selections, cheapest first."""
+        if keep_k and not keep_k(f"{suite_name}::{case.name}") and not keep_k(cid):
+            return False
         if keep_m and not keep_m(case.tags):
-            continue
-        if options.shard and not in_shard(cid, options.shard):
-            continue
-        chosen.append((cid, case))
-    return Planned(suite, tuple(chosen)), len(suite.cases) - len(chosen)
+            return False
+        return not shard or in_shard(cid, shard)
+
+    return keep
+
+
+class Ran:
+    """A case that ran while its file loaded (``prerun``), as the pipeline holds a started case: its result alone."""
+
+    __slots__ = ("_result",)
+
+    def __init__(self, result: CaseResult) -> None:
+        self._result = result
+
+    def done(self) -> bool:
+        """Always: nothing is left to wait for."""
+        return True
+
+    def result(self) -> CaseResult:
+        """The result."""
+        return self._result
 
 
 def stops(case: CaseResult) -> bool:
@@ -173,7 +192,7 @@ def pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge: 
     ``exitfirst``, which must not start a case after a failure).
     """
     ahead = 0 if exitfirst else ahead
-    pending: deque[tuple[int, PendingCase]] = deque()
+    pending: deque[tuple[int, PendingCase | Ran]] = deque()
     for index, item in enumerate(plans):
         if isinstance(item, SuiteResult):
             continue
@@ -191,10 +210,12 @@ def pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge: 
         yield done, case_result
 
 
-def _start(case: Case, suite: Suite, cid: str, cache: SourceCache, update_golden: bool, judge: Judge | None,
-           bulk: BulkSession | None) -> PendingCase:
+def _start(case: Case | CaseResult, suite: Suite, cid: str, cache: SourceCache, update_golden: bool,
+           judge: Judge | None, bulk: BulkSession | None) -> PendingCase | Ran:
     """Start one case: a bulk case in the bulk session (a stand-in in a ``-j`` worker, which the parent runs
-    later), any other here."""
+    later), any other here; a case that ran while its file loaded is its result."""
+    if isinstance(case, CaseResult):
+        return Ran(case)
     if is_bulk(case) and case.skip is None:
         return bulk.start(case, suite, cid) if bulk else pending_result(case, suite, cid)
     return start_case(case, suite, cid, cache, update_golden, judge)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol, Sequence
 
@@ -18,8 +18,9 @@ from .bulk import PENDING, BulkSession
 from .cores import worker_limit
 from .execute import SourceCache
 from .judge import Judge
-from .plans import (Planned, Progress, RunOptions, case_results, collect, load, load_one, nothing_found, pipeline, plan,
-                    stops, suite_result)
+from .plans import (Planned, Progress, RunOptions, case_results, collect, load_one, nothing_found, pipeline, plan, stops,
+                    suite_result, unique_suite)
+from .prerun import prerun
 from .results import CaseResult, RunResult, SuiteResult
 
 __all__ = ["RunInterrupted", "RunOptions", "Reporter", "run_paths", "run_suite"]
@@ -98,23 +99,31 @@ def run_suite(suite: Suite, options: RunOptions | None = None) -> SuiteResult:
 
 def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Reporter | None,
                 progress: Progress, bulk: BulkSession | None = None) -> None:
-    """Load every suite (so the reporter knows the total), then run the cases in order."""
+    """Load every suite (so the reporter knows the total), then run the cases in order; the cases of a large
+    file that only read files run while it loads (``prerun``)."""
     plans: list[Planned | SuiteResult] = []
-    for item in load(files, options.variables, options.golden_root):
-        if isinstance(item, Suite):
-            planned, left_out = plan(item, options, root)
+    cache, names = SourceCache(), {}
+    for path in files:
+        item, left_out = prerun(path, options, root, cache) or _planned(path, options, root)
+        if isinstance(item, Planned):
+            item = unique_suite(item, item.suite.name, path, names)
+        if isinstance(item, Planned):
             progress.deselected += left_out
-            progress.selected += len(planned.cases)
-            plans.append(planned)
-        else:
-            plans.append(item)
+            progress.selected += len(item.cases)
+        plans.append(item)
     if reporter:
         reporter.start(sum(len(p.cases) for p in plans if isinstance(p, Planned)))
     judge = Judge(options.judge, root)
     try:
-        _run_plans(plans, options, reporter, progress, SourceCache(), judge, bulk)
+        _run_plans(plans, options, reporter, progress, cache, judge, bulk)
     finally:
         judge.close()
+
+
+def _planned(path: Path, options: RunOptions, root: Path) -> tuple[Planned | SuiteResult, int]:
+    """One suite file loaded whole and its cases selected, or its load errors; with the number left out."""
+    loaded = load_one(path, options.variables, options.golden_root)
+    return plan(loaded, options, root) if isinstance(loaded, Suite) else (loaded, 0)
 
 
 def _run_plans(plans: list[Planned | SuiteResult], options: RunOptions, reporter: Reporter | None,
@@ -135,6 +144,8 @@ def _run_plans(plans: list[Planned | SuiteResult], options: RunOptions, reporter
                     reporter.suite_load_error(item)
                 continue
             cases, began, stamp = opened.get(index) or ([], time.perf_counter(), datetime.now())
+            # a streamed file's cases that ran while it loaded count in its time and start
+            began, stamp = began - item.prerun, stamp - timedelta(seconds=item.prerun)
             progress.suites.append(suite_result(item.suite, cases, began, stamp))
         closed = max(closed, upto)
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..collector import collector_paused
 from ..errors import SpecError, SuiteError, SuiteErrors, kind
+from ..yaml_items import Split, Unsplittable, split_last_sequence
 from .bulk_keys import bulk_problems
 from .case_keys import CaseBuilder, judge_settings
 from .document import Ctx, parse_document, raise_errors, read_text
@@ -22,7 +25,7 @@ from .schema import schema_text
 from .templating import (MAX_CASES, case_name, expand_parametrize, has_templates, merge_defaults, render_tree,
                          variables)
 
-__all__ = ["load_suite", "validate_suite", "schema_text"]
+__all__ = ["load_suite", "stream_suite", "validate_suite", "schema_text"]
 
 TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "judge_defaults", "cases")
 CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
@@ -32,6 +35,8 @@ JUDGE_DEFAULT_KEYS = ("model", "base_url", "api_key", "timeout", "retries", "tem
 _NOT_RENDERED = ("source", "messages")
 MAX_SUITE_CASES = 100_000
 """The most cases one suite file may hold after ``parametrize`` (counted before any is built)."""
+STREAM_BYTES = 1 << 20
+"""Suite files of at least this size can be built one case at a time (``stream_suite``)."""
 
 
 def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
@@ -42,6 +47,41 @@ def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
     """
     with collector_paused():
         return _load_suite(str(path), Path(path), variables, golden_root)
+
+
+@dataclass(slots=True)
+class SuiteStream:
+    """A suite file whose cases are built one at a time as ``cases`` is iterated: ``suite`` holds the rest.
+
+    Iterating ends by raising ``SuiteErrors`` when the file has any error (a suite that cannot be
+    loaded is dropped whole, cases already built included), or ``Unsplittable`` when the file must
+    be loaded whole after all (``load_suite`` then says exactly what it holds).
+    """
+
+    suite: Suite
+    cases: Iterator[Case]
+
+
+def stream_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
+                 golden_root: str | Path | None = None) -> SuiteStream | None:
+    """The cases of a large suite file (``STREAM_BYTES``) one at a time, so that they are never all held;
+    None when the file is small or laid out otherwise than with a block list of ``cases`` last (load it whole)."""
+    file, path = str(path), Path(path)
+    try:
+        if path.stat().st_size < STREAM_BYTES:
+            return None
+        text = read_text(path, file)
+        with collector_paused():
+            split = split_last_sequence(text, "cases")
+    except (OSError, SuiteErrors, Unsplittable):  # load_suite reports what is wrong
+        return None
+    if split is None:
+        return None
+    ctx = Ctx(file, split.head.marks)
+    top = ctx.keys(split.head.data, TOP_KEYS, (), "at the top level")
+    head = _Top(ctx, top, path, dict(variables or {}), golden_root, has_templates(text))
+    suite = Suite(head.name, path, head.description, head.tags, (), ctx.loc(()), head.judge_defaults)
+    return SuiteStream(suite, head.streamed(split))
 
 
 def _load_suite(file: str, path: Path, variables: Mapping[str, Any] | None, golden_root: str | Path | None) -> Suite:
@@ -127,47 +167,72 @@ class _Top:
             self.ctx.error(("cases",), f"the cases would make {total:,} cases after parametrize, above the limit of "
                                        f"{MAX_SUITE_CASES:,} per suite file; split them into several suite files")
             return ()
-        built = [case for index, item in enumerate(raw) for case in self._expand(item, index)]
-        seen: dict[str, Case] = {}
-        for case in built:
-            if case.name in seen:
-                self.ctx.errors.append(SuiteError(
-                    f"duplicate case name '{case.name}' (first at line {seen[case.name].loc.line}); "
-                    "case names must be unique after templating", case.loc))
-            seen.setdefault(case.name, case)
-        return tuple(built)
+        seen: dict[str, int] = {}
+        return tuple(self._unique(case, seen) for index, item in enumerate(raw)
+                     for case in self._expand(item, index, self.ctx))
 
-    def _expand(self, item: Any, index: int) -> list[Case]:
-        """One written case: defaults merged, parametrize expanded, strings rendered, each built."""
+    def streamed(self, split: Split) -> Iterator[Case]:
+        """Every case, each item parsed and built when it is reached; the file's errors raised at the end.
+
+        The limit on cases is counted as the items come: past it, ``Unsplittable`` (loaded whole, the
+        file's total is reported before anything is built).
+        """
+        seen: dict[str, int] = {}
+        total = 0
+        items = split.items("cases")
+        while True:
+            with collector_paused():  # paused per item, never across a yield: the caller runs the case
+                index, loaded = next(items, (-1, None))
+                if loaded is None:
+                    break
+                total += count if (count := _planned(loaded.data)) <= MAX_CASES else 0
+                if total > MAX_SUITE_CASES:
+                    raise Unsplittable(f"more than {MAX_SUITE_CASES:,} cases")
+                built = self._expand(loaded.data, index, Ctx(self.ctx.file, loaded.marks, self.ctx.errors))
+            yield from (self._unique(case, seen) for case in built)
+        raise_errors(self.ctx.errors)
+
+    def _unique(self, case: Case, seen: dict[str, int]) -> Case:
+        """``case``, its name reported when an earlier case of the file has it (``seen``: name to line)."""
+        if case.name in seen:
+            self.ctx.errors.append(SuiteError(
+                f"duplicate case name '{case.name}' (first at line {seen[case.name]}); "
+                "case names must be unique after templating", case.loc))
+        seen.setdefault(case.name, case.loc.line)
+        return case
+
+    def _expand(self, item: Any, index: int, ctx: Ctx) -> list[Case]:
+        """One written case (``ctx`` knows where it was written): defaults merged, parametrize expanded,
+        strings rendered, each built."""
         where = ("cases", index)
-        if not self.ctx.check(item, dict, where, "each case must be a map with at least `name` and `source`"):
+        if not ctx.check(item, dict, where, "each case must be a map with at least `name` and `source`"):
             return []
         label = f"case '{item['name']}'" if isinstance(item.get("name"), str) else f"cases[{index}]"
-        known = self.ctx.keys(item, CASE_KEYS, where, f"in {label}")
+        known = ctx.keys(item, CASE_KEYS, where, f"in {label}")
         # a misspelt key ('setps') is reported as such; "asserts nothing" on top of it would be noise
         misspelt, item = len(known) < len(item), known
         if "steps" in item and "golden" in item:
-            self.ctx.error((*where, "golden"), "`steps` and `golden` both given; a case takes its steps from one",
+            ctx.error((*where, "golden"), "`steps` and `golden` both given; a case takes its steps from one",
                            key=True)
         if not isinstance(item.get("name"), str) or not item["name"]:
             problem = "a case needs a `name`" if "name" not in item else "name must be a non-empty string"
-            self.ctx.error((*where, "name") if "name" in item else where, problem)
+            ctx.error((*where, "name") if "name" in item else where, problem)
             return []
         params: list[list[tuple[str, Any]]] = [[]]
         if "parametrize" in item:
             try:
                 params = expand_parametrize(item["parametrize"])
             except SpecError as exc:
-                self.ctx.error((*where, "parametrize", *exc.path), exc.message)
+                ctx.error((*where, "parametrize", *exc.path), exc.message)
                 return []
         merged, origins = merge_defaults(self.defaults, {k: v for k, v in item.items() if k != "parametrize"})
         absolute = {p: (*where, *o[1:]) if o[0] == "case" else o for p, o in origins.items()}
-        ctx = self.ctx.child({(): where, **absolute})
+        case_ctx = ctx.child({(): where, **absolute})
         if not self.templated and len(params) > 1:
             # every expansion is the same case but for its name: build it once, its problems named as written
-            once = self._build(merged, [], ctx, misspelt)
+            once = self._build(merged, [], case_ctx, misspelt)
             return [dataclasses.replace(once, name=case_name(once.name, values)) for values in params]
-        return [self._build(merged, values, ctx, misspelt) for values in params]
+        return [self._build(merged, values, case_ctx, misspelt) for values in params]
 
     def _build(self, merged: dict[str, Any], params: list[tuple[str, Any]], ctx: Ctx, misspelt: bool) -> Case:
         """Render one expansion of a case (in a file with templates) and build it."""

@@ -1,0 +1,74 @@
+"""Large suite files checked while they load, so that their cases are never all held at once.
+
+A file of a megabyte or more whose ``cases:`` comes last is built one case at a time
+(``stream_suite``). A case that only reads files (no agent to run, no judge to ask, no bulk log)
+runs as soon as it is built and only its result is kept; any other case waits for the run, as
+every case of a smaller file does. Nothing is reported before the whole file has loaded: a file
+with a load error is still dropped whole, the results of its cases with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from ..errors import SuiteErrors
+from ..suites.load import stream_suite
+from ..suites.model import Case
+from ..yaml_items import Unsplittable
+from .execute import SourceCache, run_case
+from .plans import Planned, RunOptions, selector, stops, suite_id
+from .results import CaseResult, SuiteResult
+
+
+def prerun(path: Path, options: RunOptions, root: Path, cache: SourceCache) -> tuple[Planned | SuiteResult, int] | None:
+    """A large file loaded case by case, its file-reading cases run as they come, with the number of cases
+    ``-k``, ``-m`` and ``--shard`` left out; None when it is to be loaded whole.
+
+    With ``-x``, cases after the first that stops the run are kept unrun: the run never reaches them.
+    """
+    if options.update_golden:  # golden files are written only once the whole file is known to load
+        return None
+    stream = stream_suite(path, options.variables, options.golden_root)
+    if stream is None:
+        return None
+    suite, keep, prefix = stream.suite, selector(options), suite_id(root, path)
+    chosen: list[tuple[str, Case | CaseResult]] = []
+    left_out, spent, stopped = 0, 0.0, False
+    try:
+        for case in stream.cases:
+            cid = f"{prefix}::{case.name}"
+            if not keep(suite.name, cid, case):
+                left_out += 1
+            elif stopped or not _reads_files_only(case):
+                chosen.append((cid, case))
+            else:
+                began = time.perf_counter()
+                result = run_case(case, suite, cid, cache)
+                spent += time.perf_counter() - began
+                chosen.append((cid, result if options.expected_steps else _without_steps(result)))
+                stopped = options.exitfirst and stops(result)
+    except SuiteErrors as exc:
+        return SuiteResult(path.name, str(path), load_errors=tuple(str(e) for e in exc.errors)), 0
+    except Unsplittable:
+        return None
+    return Planned(suite, tuple(chosen), spent), left_out
+
+
+def _reads_files_only(case: Case) -> bool:
+    """Whether running the case only reads files: a file or inline source, no judge, not a bulk case."""
+    source = case.source
+    if case.expect.judge is not None or source is None or source.each is not None or source.live:
+        return False
+    return source.file is not None or source.messages is not None
+
+
+def _without_steps(result: CaseResult) -> CaseResult:
+    """The result without the case's expected steps, which the steps report holds for the JSON and HTML reports
+    alone: kept, they would keep most of every case built."""
+    evaluation = result.evaluation
+    if evaluation is None or not getattr(evaluation.steps, "expected_steps", None):
+        return result
+    steps = dataclasses.replace(evaluation.steps, expected_steps=())
+    return dataclasses.replace(result, evaluation=dataclasses.replace(evaluation, steps=steps))
