@@ -226,6 +226,13 @@ def test_library_evaluates_a_case_over_documents() -> None:
     assert named.ok and named.worst[1].record == "run-00037"
 
 
+def test_steps_with_args_compare_decoded_arguments() -> None:
+    """Records are read with their arguments undecoded only when no step has args: a step with args still matches."""
+    messages = [{"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "a", "arguments": '{"q": 1}'}}]}]
+    expect = trajrun.Expectation(steps=(trajrun.Step("a", {"q": 1}),))
+    assert trajrun.evaluate_bulk(expect, [messages]).ok
+
+
 @pytest.mark.parametrize(("source", "extra", "message"), [
     ("{file: 'logs/*.jsonl.gz'}", "", "file is a glob ('logs/*.jsonl.gz'), which names many records"),
     ("{file: 's3://bucket/a.jsonl'}", "", "file is a URL ('s3://bucket/a.jsonl')"),

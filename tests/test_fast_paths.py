@@ -12,13 +12,15 @@ from properties import PROPERTY
 from trajrun.errors import SourceError
 from trajrun.match.compatibility import Candidates
 from trajrun.match.evaluate import evaluate
-from trajrun.match.expectation import MODES, Expectation, Step
+from trajrun.match.expectation import MODES, UNSET, Budget, Expectation, Step
 from trajrun.match.matchers import compile_value
 from trajrun.match.values import canon, compare_value, flat_match, is_flat, same_flat
+from trajrun.run.bulk_eval import BulkSpec, _verdict
 from trajrun.sources import FORMATS, read_trajectory
 from trajrun.sources import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai_responses, otel
 from trajrun.sources.builder import Builder, NotThisFormat, _decode_all, decode_args
 from trajrun.sources.detect import _REFUSE_LISTS, _detect, _try_each
+from trajrun.sources.records import Record, compile_path
 from trajrun.trajectory import ToolCall, Trajectory
 
 FLAT_VALUES = st.sampled_from([1, 1.0, 2, 0, -0.0, "1", "a", None, True, False, [1], {"k": 1}])
@@ -164,7 +166,8 @@ ITEMS = st.sampled_from([
     {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}]},
     {"role": "assistant", "content": [{"toolUse": {"toolUseId": "c0", "name": "s", "input": {}}}]},
     {"role": "model", "parts": [{"functionCall": {"name": "s", "args": {}}}]}, {"author": "agent"},
-    {"content": {"parts": [{"text": "hi"}]}}, {"type": "function_call", "name": "s", "arguments": "{}", "call_id": "c0"},
+    {"content": {"parts": [{"text": "hi"}]}},
+    {"type": "function_call", "name": "s", "arguments": "{}", "call_id": "c0"},
     {"type": "message", "role": "assistant", "content": "hi"}, {"type": "ai", "content": "", "tool_calls": []},
     {"type": "human", "data": {"content": "hi"}}, {"lc": 1, "type": "constructor", "id": ["AIMessage"], "kwargs": {}},
     {"spanId": "a", "name": "chat"}, {"resourceSpans": []}, {"context": {"span_id": "a"}}, {"type": 3}, {"role": 1},
@@ -195,3 +198,51 @@ def test_refusals_are_listed_in_detection_order() -> None:
     """Detection's shortcut asks every reader before openai, in the order detection tries them."""
     assert _REFUSE_LISTS == tuple(module.refuses_list for module in READERS_BEFORE_OPENAI)
     assert [module.FORMAT for module in READERS_BEFORE_OPENAI] == list(FORMATS[:-1])
+
+
+NAMES = st.sampled_from(["a", "b", "c"])
+OPENAI_CALLS = st.lists(st.fixed_dictionaries({
+    "id": st.sampled_from(["c0", "c1", None]),
+    "function": st.fixed_dictionaries({"name": NAMES, "arguments": TEXTS}),
+}), min_size=1, max_size=3)  # fmt: skip
+MESSAGES = st.lists(st.one_of(
+    st.builds(lambda calls: {"role": "assistant", "content": "", "tool_calls": calls}, OPENAI_CALLS),
+    st.builds(lambda i, c: {"role": "tool", "tool_call_id": i, "content": c}, st.sampled_from(["c0", "c1"]),
+              st.sampled_from(["ok", "no", None])),
+    st.just({"role": "assistant", "content": "done"}),
+), max_size=6)  # fmt: skip
+STEPS = st.lists(st.builds(lambda name, result, error: Step(name, result=result, error=error), NAMES,
+                           st.sampled_from([UNSET, "ok"]), st.sampled_from([None, False])), max_size=3)  # fmt: skip
+
+
+@PROPERTY
+@given(MESSAGES, STEPS, st.sampled_from(MODES), st.lists(NAMES, max_size=1), st.integers(0, 4))
+def test_raw_arguments_change_no_bulk_record(messages: list[Any], steps: list[Step], mode: str, never: list[str],
+                                            calls: int) -> None:
+    """Checks that never look at arguments give every record the same result from undecoded arguments."""
+    expect = Expectation(steps=tuple(steps), mode=mode, never=tuple(never),  # type: ignore[arg-type]
+                         budget=Budget(calls=calls))
+    assert not expect.reads_arguments
+    record = Record(1, {"id": "r", "messages": messages})
+    spec, select = BulkSpec(expect), compile_path("$.messages")
+    assert _verdict(spec, record, select, None, True) == _verdict(spec, record, select, None, False)
+
+
+def test_raw_arguments_still_raise_where_decoding_raises() -> None:
+    """Arguments that decoding cannot take (nested past the recursion limit) are decoded anyway: the same error."""
+    deep = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
+    messages = [{"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "a", "arguments": deep}}]}]
+    for raw in (False, True):
+        with pytest.raises(RecursionError):
+            read_trajectory(messages, raw_args=raw)
+    shallow = read_trajectory([{"role": "assistant", "tool_calls": [{"function": {"name": "a", "arguments": "{}"}}]}],
+                              raw_args=True)  # fmt: skip
+    assert shallow.calls[0].args == "{}"
+
+
+def test_only_steps_with_args_read_arguments() -> None:
+    """A step with args reads them; names, results, error flags and the other checks do not."""
+    assert Expectation(steps=(Step("a"), Step("b", {"q": 1}))).reads_arguments
+    checks = Expectation(steps=(Step("a", result="ok", error=True),), never=("b",), budget=Budget(calls=1))
+    assert not checks.reads_arguments
+    assert not Expectation().reads_arguments

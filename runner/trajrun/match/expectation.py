@@ -161,3 +161,9 @@ class Expectation:
     judge: JudgeSpec | None = None
     latency: Mapping[str, float] = field(default_factory=dict)
     """Upper bounds in milliseconds: per tool on each of its calls, and on the whole run under ``TOTAL``."""
+
+    @property
+    def reads_arguments(self) -> bool:
+        """Whether a check looks at calls' arguments: only a step with ``args`` does (with ANY_ARGS, no matching,
+        rule or summary does); a bulk case whose checks do not reads its records without decoding them."""
+        return any(step.args is not ANY_ARGS for step in self.steps or ())

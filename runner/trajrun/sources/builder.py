@@ -20,6 +20,7 @@ _NO_JSON = object()
 _SCAN = make_scanner(json.JSONDecoder())
 _JSON_SPACE = " \t\n\r"
 _DICT_ONLY = frozenset({dict})
+_SHALLOW = 100  # brackets: no nesting this deep reaches the recursion limit from where readers run
 
 
 class NotThisFormat(Exception):
@@ -79,6 +80,16 @@ def _decode_all(raws: list[Any]) -> list[Any]:
         if list(ends) == list(map(len, raws)) and set(map(type, values)) <= _DICT_ONLY:
             return list(values)
     return list(map(decode_args, raws))
+
+
+def _cannot_raise(raws: list[Any]) -> bool:
+    """Whether decoding ``raws`` surely raises nothing, so leaving them undecoded changes no outcome: all text (other
+    values are dumped as JSON, which can fail), with too few brackets to nest deep enough for a RecursionError."""
+    try:
+        text = "".join(raws)
+    except TypeError:
+        return False
+    return text.count("{") + text.count("[") <= _SHALLOW
 
 
 def _block_text(block: Any) -> str | None:
@@ -151,10 +162,12 @@ class Builder:
     (format detection) pays for none of it and the per-call cost while walking stays small.
     """
 
-    __slots__ = ("_names", "_args", "_ids", "_turns", "_pending", "_queues", "_queued", "_usages", "answer")
+    __slots__ = ("_names", "_args", "_ids", "_turns", "_pending", "_queues", "_queued", "_usages", "answer",
+                 "_raw_args")
 
-    def __init__(self) -> None:
-        """Start with no turns and no calls."""
+    def __init__(self, raw_args: bool = False) -> None:
+        """Start with no turns and no calls; ``raw_args``: the caller never looks at arguments (``read_trajectory``)."""
+        self._raw_args = raw_args
         self._names: list[Any] = []
         self._args: list[Any] = []
         self._ids: list[Any] = []
@@ -202,7 +215,9 @@ class Builder:
         errors: list[bool | None] = [None] * count
         if self._pending:
             self._pair(results, has_result, errors)
-        columns = (names, _decode_all(self._args), self._ids, self._turns, range(count), results, has_result, errors,
+        raws = self._args
+        args = raws if self._raw_args and _cannot_raise(raws) else _decode_all(raws)
+        columns = (names, args, self._ids, self._turns, range(count), results, has_result, errors,
                    repeat(None))  # no durations: trace readers set them afterwards
         usage = run_usage if run_usage is not None else _sum_usage(self._usages)
         return Trajectory(rows_as(ToolCall, zip(*columns)), len(self._usages), usage, self.answer, None, fmt)

@@ -18,12 +18,12 @@ _OUTPUTS = ("candidatesTokenCount", "thoughtsTokenCount", "candidates_token_coun
 _Entry = tuple[dict[str, Any], Any]
 
 
-def read(doc: Any, *, auto: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
     """Read a Gemini or ADK document; detection (``auto``) needs at least one content."""
     entries = list(_entries(doc))
     if auto and not entries:
         raise NotThisFormat("no contents with 'parts'")
-    builder = Builder()
+    builder = Builder(raw_args)
     for content, usage in entries:
         _content(builder, content, usage)
     return builder.finish(FORMAT)
@@ -38,8 +38,8 @@ def refuses_list(items: list[Any]) -> bool:
     if not isinstance(head, dict):
         return True
     content = head.get("content")
-    return not (isinstance(head.get("parts"), list) or (isinstance(content, dict) and isinstance(content.get("parts"), list))
-                or "author" in head)  # fmt: skip
+    event = isinstance(content, dict) and isinstance(content.get("parts"), list)
+    return not (isinstance(head.get("parts"), list) or event or "author" in head)
 
 
 def _entries(doc: Any) -> Iterator[_Entry]:
