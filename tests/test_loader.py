@@ -11,7 +11,7 @@ from trajrun import yaml_core as yamlload
 from trajrun.errors import SuiteErrors
 from trajrun.match.expectation import ANY_ARGS, UNSET, Budget, CountBound, FieldRule
 from trajrun.match.values import Matcher
-from trajrun.suites.load import load_suite, validate_suite
+from trajrun.suites.load import case_problems, load_suite
 
 DATA = Path(__file__).parent / "data"
 INVALID = DATA / "invalid"
@@ -322,20 +322,20 @@ def test_skip_xfail_repeat_pass_rate() -> None:
     assert (cases[3].repeat, cases[3].pass_rate) == (3, 0.6)
 
 
-def test_validate_suite_reports_missing_files() -> None:
-    """validate_suite names missing source files and golden files, suggesting --update-golden."""
-    problems = [str(p) for p in validate_suite(load_suite(VALID / "full.yaml"))]
+def test_case_problems_report_missing_files() -> None:
+    """case_problems names missing source files and golden files, suggesting --update-golden."""
+    problems = [str(p) for case in load_suite(VALID / "full.yaml").cases for p in case_problems(case)]
     assert any("source file" in p and "runs/all.jsonl does not exist" in p for p in problems)
     assert any("golden/paris.yaml does not exist" in p and "--update-golden" in p for p in problems)
     assert not any("paris.json" in p for p in problems)
 
 
-def test_validate_suite_reports_a_broken_golden_file(tmp_path: Path) -> None:
+def test_case_problems_report_a_broken_golden_file(tmp_path: Path) -> None:
     """An existing golden file that does not parse is reported with its own location."""
     (tmp_path / "r.json").write_text("[]")
     (tmp_path / "g.yaml").write_text("- search: {q: {$regx: a}}\n")
     path = _write(tmp_path, "cases: [{name: g, source: r.json, golden: g.yaml}]\n")
-    problems = [str(p) for p in validate_suite(load_suite(path))]
+    problems = [str(p) for case in load_suite(path).cases for p in case_problems(case)]
     assert problems == [f"{tmp_path / 'g.yaml'}:1:15: [0].search.q: unknown matcher '$regx' — did you mean '$regex'?"]
 
 

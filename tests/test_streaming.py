@@ -17,6 +17,7 @@ from trajrun.run.execute import SourceCache
 from trajrun.run.plans import RunOptions
 from trajrun.run.prerun import prerun
 from trajrun.run.runner import run_paths
+from trajrun.run.validate import validate_paths
 from trajrun.suites import load as suite_load
 from trajrun.suites.load import load_suite, stream_suite
 from trajrun.suites.model import Case
@@ -261,3 +262,17 @@ def test_a_streamed_file_holds_results_not_cases(tmp_path: Path, stream_every_fi
     kept = prerun(path, RunOptions(), tmp_path, SourceCache())  # for the JSON report, the steps stay
     assert kept is not None
     assert all(result.evaluation.steps.expected_steps for _, result in kept[0].cases)  # type: ignore[union-attr]
+
+
+def test_validate_checks_a_streamed_file_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`trajrun validate` reports what it reports for the file loaded whole: missing sources, or else its load errors."""
+    write_runs(tmp_path)
+    path = tmp_path / "a.suite.yaml"
+    gone = "  - name: gone\n    source: runs/missing.json\n    steps: [search]\n"
+    for text in (case_lines(0) + gone + case_lines(2), case_lines(0) + gone + case_lines(2, "    mdoe: strict\n")):
+        path.write_text("suite: checked\ncases:\n" + text)
+        monkeypatch.setattr(suite_load, "STREAM_BYTES", 1 << 20)
+        whole = validate_paths([tmp_path], {})
+        monkeypatch.setattr(suite_load, "STREAM_BYTES", 0)
+        assert validate_paths([tmp_path], {}) == whole
+        assert len(whole[0]) == 1 and ("missing.json does not exist" in whole[0][0] or "mdoe" in whole[0][0])

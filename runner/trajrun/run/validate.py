@@ -8,8 +8,9 @@ from typing import Any, Mapping, Sequence
 from ..errors import SourceError, SuiteError, SuiteErrors
 from ..sources import load_trajectory
 from ..sources.extras import unmet
-from ..suites.load import load_suite, validate_suite
-from ..suites.model import Source, Suite
+from ..suites.load import case_problems, load_suite, stream_suite
+from ..suites.model import Case, Source
+from ..yaml_items import Unsplittable
 from .plans import collect, nothing_found
 
 
@@ -24,33 +25,42 @@ def validate_paths(paths: Sequence[str | Path], variables: Mapping[str, Any],
     read: dict[tuple[Any, ...], str | None] = {}
     for path in files:
         try:
-            suite = load_suite(path, variables, golden_root)
+            problems.extend(_file_problems(path, variables, golden_root, read))
         except SuiteErrors as exc:
             problems.extend(str(e) for e in exc.errors)
-            continue
         except Exception as exc:  # noqa: BLE001 - a bug must not hide the other files' problems
             problems.append(f"{path}: internal error: {type(exc).__name__}: {exc} (please report it)")
-            continue
-        problems.extend(str(e) for e in validate_suite(suite))
-        problems.extend(_source_problems(suite, read))
     return problems, len(files)
 
 
-def _source_problems(suite: Suite, read: dict[tuple[Any, ...], str | None]) -> list[str]:
-    """Each file source that exists but cannot be read as a trajectory (live sources are not run, nor cases skipped
-    for want of what they ``require``)."""
-    problems = []
-    for case in suite.cases:
-        source = case.source
-        if source is None or source.file is None or source.each is not None or not source.file.is_file():
-            continue
-        if case.requires and unmet(case.requires):
-            continue
-        key = (source.file, source.format, source.select, source.record, source.thread, source.checkpoint)
-        if key not in read:
-            read[key] = _problem(source)
-        if read[key]:
-            problems.append(str(SuiteError(f"source {read[key]}", source.loc)))
+def _file_problems(path: Path, variables: Mapping[str, Any], golden_root: Path | None,
+                   read: dict[tuple[Any, ...], str | None]) -> list[str]:
+    """The problems of one suite file's cases; a file that does not load raises ``SuiteErrors`` (its cases'
+    problems are not reported then). A large file is checked case by case, never held whole."""
+    stream = stream_suite(path, variables, golden_root)
+    if stream is not None:
+        try:
+            return [problem for case in stream.cases for problem in _case_problems(case, read)]
+        except Unsplittable:
+            pass
+    suite = load_suite(path, variables, golden_root)
+    return [problem for case in suite.cases for problem in _case_problems(case, read)]
+
+
+def _case_problems(case: Case, read: dict[tuple[Any, ...], str | None]) -> list[str]:
+    """A case's missing files, and its file source when it exists but cannot be read as a trajectory (live
+    sources are not run, nor cases skipped for want of what they ``require``)."""
+    problems = [str(problem) for problem in case_problems(case)]
+    source = case.source
+    if source is None or source.file is None or source.each is not None or not source.file.is_file():
+        return problems
+    if case.requires and unmet(case.requires):
+        return problems
+    key = (source.file, source.format, source.select, source.record, source.thread, source.checkpoint)
+    if key not in read:
+        read[key] = _problem(source)
+    if read[key]:
+        problems.append(str(SuiteError(f"source {read[key]}", source.loc)))
     return problems
 
 

@@ -1,7 +1,7 @@
 """Suite files to ``Suite`` models: YAML with marks, defaults, parametrize, templating, checks with locations.
 
 ``load_suite`` reports every error of a file at once (``SuiteErrors``), each at
-``file:line:column: key.path``. ``validate_suite`` adds what needs the file system.
+``file:line:column: key.path``. ``case_problems`` adds what needs the file system.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .schema import schema_text
 from .templating import (MAX_CASES, case_name, expand_parametrize, has_templates, merge_defaults, render_tree,
                          variables)
 
-__all__ = ["load_suite", "stream_suite", "validate_suite", "schema_text"]
+__all__ = ["load_suite", "stream_suite", "case_problems", "schema_text"]
 
 TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "judge_defaults", "cases")
 CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
@@ -264,23 +264,21 @@ def _default_name(path: Path) -> str:
     return name
 
 
-def validate_suite(suite: Suite) -> list[SuiteError]:
-    """What ``trajrun validate`` adds to loading: file sources and golden files exist (and golden files load)."""
+def case_problems(case: Case) -> list[SuiteError]:
+    """What ``trajrun validate`` adds to loading a case: its file source and golden file exist, the golden file loads."""
     problems: list[SuiteError] = []
-    for case in suite.cases:
-        if case.source is not None and case.source.file is not None and not case.source.file.exists():
-            if case.source.each is None:
-                problems.append(SuiteError(f"source file {case.source.file} does not exist", case.source.loc))
-            problems.extend(bulk_problems(case.source))
-        if case.golden is None:
-            continue
-        if not case.golden.exists():
-            problems.append(SuiteError(f"golden file {case.golden} does not exist; run `trajrun run "
-                                       "--update-golden` to record it", case.loc))
-            continue
-        try:
-            load_golden(case.golden)
-        except SuiteErrors as exc:
-            problems.extend(exc.errors)
+    if case.source is not None and case.source.file is not None and not case.source.file.exists():
+        if case.source.each is None:
+            problems.append(SuiteError(f"source file {case.source.file} does not exist", case.source.loc))
+        problems.extend(bulk_problems(case.source))
+    if case.golden is None:
+        return problems
+    if not case.golden.exists():
+        problems.append(SuiteError(f"golden file {case.golden} does not exist; run `trajrun run "
+                                   "--update-golden` to record it", case.loc))
+        return problems
+    try:
+        load_golden(case.golden)
+    except SuiteErrors as exc:
+        problems.extend(exc.errors)
     return problems
-
