@@ -57,6 +57,7 @@ _FLOAT = re.compile(
 _CORE = "tag:yaml.org,2002:"
 _TOO_DEEP = f"nesting too deep: trajrun reads at most {MAX_DEPTH} levels of lists and maps"
 _SCALAR_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null")}
+_STR = _CORE + "str"
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,17 +382,22 @@ class NodeBuilder:
             self.active.discard(id(node))
 
     def _child(self, node: Node, path: Path, via_alias: bool) -> Any:
-        """``build`` of a collection's item, with plain scalars (most nodes of a suite) done inline.
+        """``build`` of a collection's item, with plain and quoted scalars (most nodes of a suite) done inline.
 
         A scalar is not tracked as seen: an alias to one adds a single value, so only collections
         can make aliases expand past ``MAX_ALIAS_NODES``.
         """
-        if type(node) is ScalarNode and node.tag == "plain" and not via_alias and len(path) <= MAX_DEPTH:
-            self.marks.values.setdefault(path, node.start_mark)
-            try:
-                return resolve_plain(node.value)
-            except ValueError:  # an integer past the digit limit: build reports it where it is
-                pass
+        if type(node) is ScalarNode and not via_alias and len(path) <= MAX_DEPTH:
+            tag = node.tag
+            if tag == _STR:  # quoted (JSON-style arguments are), or tagged !!str
+                self.marks.values.setdefault(path, node.start_mark)
+                return node.value
+            if tag == "plain":
+                self.marks.values.setdefault(path, node.start_mark)
+                try:
+                    return resolve_plain(node.value)
+                except ValueError:  # an integer past the digit limit: build reports it where it is
+                    pass
         return self.build(node, path, via_alias)
 
     def _mapping(self, node: MappingNode, path: Path, via_alias: bool) -> dict[str, Any]:
