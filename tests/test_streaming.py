@@ -276,3 +276,25 @@ def test_validate_checks_a_streamed_file_alike(tmp_path: Path, monkeypatch: pyte
         monkeypatch.setattr(suite_load, "STREAM_BYTES", 0)
         assert validate_paths([tmp_path], {}) == whole
         assert len(whole[0]) == 1 and ("missing.json does not exist" in whole[0][0] or "mdoe" in whole[0][0])
+
+
+def test_an_interrupt_while_a_large_file_runs_keeps_what_finished(tmp_path: Path, stream_every_file: None,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C during the third case: the two that finished are in the interrupted run's result."""
+    from trajrun.run import prerun as prerun_module
+    from trajrun.run.runner import RunInterrupted
+
+    write_runs(tmp_path)
+    (tmp_path / "a.suite.yaml").write_text("suite: cut\ncases:\n" + "".join(case_lines(n) for n in range(5)))
+    real, calls = prerun_module.run_case, []
+
+    def interrupted_third(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prerun_module, "run_case", interrupted_third)
+    with pytest.raises(RunInterrupted) as info:
+        run_paths([tmp_path], RunOptions(root=tmp_path))
+    assert [(c.name, c.outcome) for c in info.value.result.cases] == [("case 0", "passed"), ("case 1", "passed")]

@@ -22,6 +22,14 @@ from .plans import Planned, RunOptions, selector, stops, suite_id
 from .results import CaseResult, SuiteResult
 
 
+class LoadInterrupted(KeyboardInterrupt):
+    """Ctrl-C while a large file ran as it loaded: ``finished`` holds the results of the cases that finished."""
+
+    def __init__(self, finished: SuiteResult) -> None:
+        super().__init__()
+        self.finished = finished
+
+
 def prerun(path: Path, options: RunOptions, root: Path, cache: SourceCache) -> tuple[Planned | SuiteResult, int] | None:
     """A large file loaded case by case, its file-reading cases run as they come, with the number of cases
     ``-k``, ``-m`` and ``--shard`` left out; None when it is to be loaded whole.
@@ -53,6 +61,9 @@ def prerun(path: Path, options: RunOptions, root: Path, cache: SourceCache) -> t
         return SuiteResult(path.name, str(path), load_errors=tuple(str(e) for e in exc.errors)), 0
     except Unsplittable:
         return None
+    except KeyboardInterrupt:  # an interrupted run still reports every case that finished
+        finished = tuple(result for _, result in chosen if isinstance(result, CaseResult))
+        raise LoadInterrupted(SuiteResult(suite.name, str(path), finished, duration=spent)) from None
     return Planned(suite, tuple(chosen), spent), left_out
 
 

@@ -20,7 +20,7 @@ from .execute import SourceCache
 from .judge import Judge
 from .plans import (Planned, Progress, RunOptions, case_results, collect, load_one, nothing_found, pipeline, plan, stops,
                     suite_result, unique_suite)
-from .prerun import prerun
+from .prerun import LoadInterrupted, prerun
 from .results import CaseResult, RunResult, SuiteResult
 
 __all__ = ["RunInterrupted", "RunOptions", "Reporter", "run_paths", "run_suite"]
@@ -104,7 +104,11 @@ def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Re
     plans: list[Planned | SuiteResult] = []
     cache, names = SourceCache(), {}
     for path in files:
-        item, left_out = prerun(path, options, root, cache) or _planned(path, options, root)
+        try:
+            item, left_out = prerun(path, options, root, cache) or _planned(path, options, root)
+        except LoadInterrupted as exc:
+            progress.suites.append(exc.finished)
+            raise
         if isinstance(item, Planned):
             item = unique_suite(item, item.suite.name, path, names)
         if isinstance(item, Planned):
