@@ -226,11 +226,12 @@ def test_library_evaluates_a_case_over_documents() -> None:
     assert named.ok and named.worst[1].record == "run-00037"
 
 
-def test_steps_with_args_compare_decoded_arguments() -> None:
-    """Records are read with their arguments undecoded only when no step has args: a step with args still matches."""
-    messages = [{"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "a", "arguments": '{"q": 1}'}}]}]
-    expect = trajrun.Expectation(steps=(trajrun.Step("a", {"q": 1}),))
-    assert trajrun.evaluate_bulk(expect, [messages]).ok
+def test_steps_with_args_or_results_compare_them() -> None:
+    """Records are read without decoding arguments or pairing results only when no step looks at them."""
+    messages = [{"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "a", "arguments": '{"q": 1}'}}]},
+                {"role": "tool", "tool_call_id": "c0", "content": "ok"}]  # fmt: skip
+    for step in (trajrun.Step("a", {"q": 1}), trajrun.Step("a", result="ok")):
+        assert trajrun.evaluate_bulk(trajrun.Expectation(steps=(step,)), [messages]).ok
 
 
 @pytest.mark.parametrize(("source", "extra", "message"), [

@@ -12,7 +12,7 @@ from properties import PROPERTY
 from trajrun.errors import SourceError
 from trajrun.match.compatibility import Candidates
 from trajrun.match.evaluate import evaluate
-from trajrun.match.expectation import MODES, UNSET, Budget, Expectation, Step
+from trajrun.match.expectation import MODES, Budget, Expectation, Step
 from trajrun.match.matchers import compile_value
 from trajrun.match.values import canon, compare_value, flat_match, is_flat, same_flat
 from trajrun.run.bulk_eval import BulkSpec, _verdict
@@ -211,38 +211,40 @@ MESSAGES = st.lists(st.one_of(
               st.sampled_from(["ok", "no", None])),
     st.just({"role": "assistant", "content": "done"}),
 ), max_size=6)  # fmt: skip
-STEPS = st.lists(st.builds(lambda name, result, error: Step(name, result=result, error=error), NAMES,
-                           st.sampled_from([UNSET, "ok"]), st.sampled_from([None, False])), max_size=3)  # fmt: skip
+STEPS = st.lists(NAMES.map(Step), max_size=3)
 
 
 @PROPERTY
 @given(MESSAGES, STEPS, st.sampled_from(MODES), st.lists(NAMES, max_size=1), st.integers(0, 4))
-def test_raw_arguments_change_no_bulk_record(messages: list[Any], steps: list[Step], mode: str, never: list[str],
+def test_reading_without_details_changes_no_bulk_record(messages: list[Any], steps: list[Step], mode: str, never: list[str],
                                             calls: int) -> None:
-    """Checks that never look at arguments give every record the same result from undecoded arguments."""
+    """Checks that never look at arguments or results give every record the same result read without them."""
     expect = Expectation(steps=tuple(steps), mode=mode, never=tuple(never),  # type: ignore[arg-type]
                          budget=Budget(calls=calls))
-    assert not expect.reads_arguments
+    assert not expect.reads_call_details
     record = Record(1, {"id": "r", "messages": messages})
     spec, select = BulkSpec(expect), compile_path("$.messages")
-    assert _verdict(spec, record, select, None, True) == _verdict(spec, record, select, None, False)
+    assert _verdict(spec, record, select, None, False) == _verdict(spec, record, select, None, True)
 
 
-def test_raw_arguments_still_raise_where_decoding_raises() -> None:
-    """Arguments that decoding cannot take (nested past the recursion limit) are decoded anyway: the same error."""
+def test_reading_without_details_still_raises_where_decoding_or_pairing_raises() -> None:
+    """Arguments nested past the recursion limit are decoded, and a set as result id paired: the same errors."""
     deep = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
-    messages = [{"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "a", "arguments": deep}}]}]
-    for raw in (False, True):
+    call = {"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "a", "arguments": "{}"}}]}
+    deep_call = {"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "a", "arguments": deep}}]}
+    for details in (True, False):
         with pytest.raises(RecursionError):
-            read_trajectory(messages, raw_args=raw)
-    shallow = read_trajectory([{"role": "assistant", "tool_calls": [{"function": {"name": "a", "arguments": "{}"}}]}],
-                              raw_args=True)  # fmt: skip
-    assert shallow.calls[0].args == "{}"
+            read_trajectory([deep_call], details=details)
+        with pytest.raises(TypeError):
+            read_trajectory([call, {"role": "tool", "tool_call_id": {"c0"}, "content": "ok"}], details=details)
+    lean = read_trajectory([call, {"role": "tool", "tool_call_id": "c0", "content": "ok"}], details=False).calls[0]
+    assert (lean.args, lean.has_result) == ("{}", False)
 
 
-def test_only_steps_with_args_read_arguments() -> None:
-    """A step with args reads them; names, results, error flags and the other checks do not."""
-    assert Expectation(steps=(Step("a"), Step("b", {"q": 1}))).reads_arguments
-    checks = Expectation(steps=(Step("a", result="ok", error=True),), never=("b",), budget=Budget(calls=1))
-    assert not checks.reads_arguments
-    assert not Expectation().reads_arguments
+def test_only_steps_with_args_result_or_error_read_call_details() -> None:
+    """A step with args, a result or an error flag reads calls' details; names and the other checks do not."""
+    for step in (Step("b", {"q": 1}), Step("b", result="ok"), Step("b", error=False)):
+        assert Expectation(steps=(Step("a"), step)).reads_call_details
+    checks = Expectation(steps=(Step("a"),), never=("b",), budget=Budget(calls=1), answer="done")
+    assert not checks.reads_call_details
+    assert not Expectation().reads_call_details

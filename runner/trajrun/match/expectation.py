@@ -163,7 +163,8 @@ class Expectation:
     """Upper bounds in milliseconds: per tool on each of its calls, and on the whole run under ``TOTAL``."""
 
     @property
-    def reads_arguments(self) -> bool:
-        """Whether a check looks at calls' arguments: only a step with ``args`` does (with ANY_ARGS, no matching,
-        rule or summary does); a bulk case whose checks do not reads its records without decoding them."""
-        return any(step.args is not ANY_ARGS for step in self.steps or ())
+    def reads_call_details(self) -> bool:
+        """Whether a check looks at calls' arguments, results or error flags: only a step with ``args``, ``result``
+        or ``error`` does. A bulk case whose checks do not reads records without decoding or pairing them."""
+        return any(step.args is not ANY_ARGS or step.result is not UNSET or step.error is not None
+                   for step in self.steps or ())

@@ -72,10 +72,10 @@ def evaluate_records(spec: BulkSpec, records: Iterable[Record],
                      emit: Emit | None = None) -> tuple[list[RecordResult], Tally]:
     """Evaluate records in order, counting every one and keeping what ``spec`` asks for (see ``evaluate_partition``)."""
     select, name = compile_path(spec.select), compile_path(spec.id)
-    raw_args = not spec.expect.reads_arguments
+    details = spec.expect.reads_call_details
     tally, kept, failing, since = Tally(), [], 0, 0
     for record in records:
-        result, labels = _verdict(spec, record, select, name, raw_args)
+        result, labels = _verdict(spec, record, select, name, details)
         tally.add(result, labels)
         if spec.keep_all or (result.outcome != "passed" and failing < WORST):
             kept.append(result)
@@ -91,15 +91,15 @@ def evaluate_records(spec: BulkSpec, records: Iterable[Record],
 
 
 def _verdict(spec: BulkSpec, record: Record, select: Any, name: Any,
-             raw_args: bool) -> tuple[RecordResult, list[str]]:
+             details: bool) -> tuple[RecordResult, list[str]]:
     """One record's result and the labels its failures count under; nothing it holds can raise past here.
-    ``raw_args``: the checks never look at arguments, so they are left undecoded (the details are not kept)."""
+    ``details=False``: the checks never look at calls' arguments or results, so records are read without them."""
     if record.error is not None:
         return RecordResult(record.key, None, "error", (), _one_line(f"source: {record.error}")), []
     rid = _record_id(name, record.doc)
     try:
         doc = select(record.doc) if select is not None else record.doc
-        evaluation = evaluate(spec.expect, read_trajectory(doc, spec.format, origin="", raw_args=raw_args))
+        evaluation = evaluate(spec.expect, read_trajectory(doc, spec.format, origin="", details=details))
     except TrajrunError as exc:
         return RecordResult(record.key, rid, "error", (), _one_line(f"source: {exc}")), []
     except Exception as exc:  # noqa: BLE001 - one record's trouble never stops the others

@@ -14,12 +14,12 @@ _INPUTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_toke
 _OUTPUTS = ("output_tokens",)
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read an Anthropic history; detection (``auto``) also needs a tool or thinking block or a Message response."""
     messages = as_list(doc, lambda d: "role" in d and "content" in d)
     if messages is None:
         raise NotThisFormat("not a list of {role, content} messages or a Message")
-    builder = Builder(raw_args)
+    builder = Builder(details)
     evidence = isinstance(doc, dict) and doc.get("type") == "message"
     for i, message in enumerate(messages):
         evidence |= _message(builder, message, i)

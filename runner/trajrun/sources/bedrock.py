@@ -12,10 +12,10 @@ _INPUTS = ("inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
 _OUTPUTS = ("outputTokens",)
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read Converse messages, one message, or a whole Converse response (``output.message``)."""
     messages, response_usage = _messages(doc)
-    builder = Builder(raw_args)
+    builder = Builder(details)
     for i, message in enumerate(messages):
         _message(builder, message, i, response_usage)
     if auto and not messages:

@@ -82,7 +82,7 @@ def _decode_all(raws: list[Any]) -> list[Any]:
     return list(map(decode_args, raws))
 
 
-def _cannot_raise(raws: list[Any]) -> bool:
+def _decoding_cannot_raise(raws: list[Any]) -> bool:
     """Whether decoding ``raws`` surely raises nothing, so leaving them undecoded changes no outcome: all text (other
     values are dumped as JSON, which can fail), with too few brackets to nest deep enough for a RecursionError."""
     try:
@@ -159,15 +159,17 @@ class Builder:
     of that name still waiting for a result), then by order alone when the result names no tool.
     Calls and results are only recorded as the reader walks; names are checked, arguments decoded
     and results paired in :meth:`finish`, each in one pass, so a reader that gives up half-way
-    (format detection) pays for none of it and the per-call cost while walking stays small.
+    (format detection) pays for none of it and the per-call cost while walking stays small. With
+    ``details=False`` (a caller that reads neither), arguments stay undecoded and results unpaired
+    wherever doing them could not have raised.
     """
 
     __slots__ = ("_names", "_args", "_ids", "_turns", "_pending", "_queues", "_queued", "_usages", "answer",
-                 "_raw_args")
+                 "_details")
 
-    def __init__(self, raw_args: bool = False) -> None:
-        """Start with no turns and no calls; ``raw_args``: the caller never looks at arguments (``read_trajectory``)."""
-        self._raw_args = raw_args
+    def __init__(self, details: bool = True) -> None:
+        """Start with no turns and no calls; ``details=False``: arguments and results unread (``read_trajectory``)."""
+        self._details = details
         self._names: list[Any] = []
         self._args: list[Any] = []
         self._ids: list[Any] = []
@@ -213,14 +215,25 @@ class Builder:
         results: list[Any] = [None] * count
         has_result = [False] * count
         errors: list[bool | None] = [None] * count
-        if self._pending:
+        lean = not self._details
+        if self._pending and not (lean and self._pairing_cannot_raise()):
             self._pair(results, has_result, errors)
         raws = self._args
-        args = raws if self._raw_args and _cannot_raise(raws) else _decode_all(raws)
+        args = raws if lean and _decoding_cannot_raise(raws) else _decode_all(raws)
         columns = (names, args, self._ids, self._turns, range(count), results, has_result, errors,
                    repeat(None))  # no durations: trace readers set them afterwards
         usage = run_usage if run_usage is not None else _sum_usage(self._usages)
         return Trajectory(rows_as(ToolCall, zip(*columns)), len(self._usages), usage, self.answer, None, fmt)
+
+    def _pairing_cannot_raise(self) -> bool:
+        """Whether pairing surely raises nothing, so skipping it changes no outcome: every call id, result id and
+        result name hashable (an unhashable one other than a list or a mapping is a TypeError there)."""
+        _, call_ids, names, _, _ = zip(*self._pending)
+        try:
+            hash((tuple(self._ids), call_ids, names))
+        except TypeError:
+            return False
+        return True
 
     def _pair(self, results: list[Any], has_result: list[bool], errors: list[bool | None]) -> None:
         """Fill the result columns: each recorded result, in history order, with the call it pairs with."""

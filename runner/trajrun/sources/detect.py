@@ -44,18 +44,19 @@ def _fix(spelling: Spelling, whole_jsonl: bool = False) -> str:
 
 
 def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>",
-                    raw_args: bool = False) -> Trajectory:
+                    details: bool = True) -> Trajectory:
     """Read a parsed document as ``format`` (or detect it with ``auto``).
 
-    ``raw_args=True`` is for a caller that never looks at arguments (a bulk case whose steps name no ``args``):
-    readers may then leave each call's arguments as recorded (JSON text undecoded), which is most of reading a
-    Chat Completions history; they still decode any whose decoding could fail, so no outcome changes.
+    ``details=False`` is for a caller that never looks at calls' arguments, results or error flags (a bulk case
+    whose steps name none): readers may then leave arguments as recorded (JSON text, undecoded) and results
+    unpaired, which is most of reading a Chat Completions history. What could raise is still done, so no error
+    changes either.
 
     Raises:
         SourceError: the format is unknown, the document does not fit it, or (``auto``) no format fits;
             the message names ``origin``, and when detecting ``reasons`` says why each format does not fit.
     """
-    return _read(doc, format, origin, _fix(SUITE), _SAVED_HINT, SUITE, raw_args)
+    return _read(doc, format, origin, _fix(SUITE), _SAVED_HINT, SUITE, details)
 
 
 def load_trajectory(
@@ -78,17 +79,17 @@ def _show_hint(path: str | Path, select: str | None, record: int | None) -> str:
 
 
 def _read(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: Spelling,
-          raw_args: bool = False) -> Trajectory:
+          details: bool = True) -> Trajectory:
     """Read as ``format``; ``fix`` and ``hint`` end the message when no format fits."""
     if format == "auto":
-        return _detect(doc, origin, fix, hint, raw_args)
+        return _detect(doc, origin, fix, hint, details)
     reader = _READERS.get(format)
     if reader is None:
         near = difflib.get_close_matches(format, (*FORMATS, "auto"), n=1)
         suggestion = f"did you mean {near[0]!r}?" if near else f"use one of: auto, {', '.join(FORMATS)}"
         raise SourceError(f"unknown format {format!r}; {suggestion}", origin)
     try:
-        return reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc, raw_args=raw_args)
+        return reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc, details=details)
     except otel.NotOneRun as exc:
         raise SourceError(exc.reason, origin) from None
     except NotThisFormat as exc:
@@ -108,19 +109,19 @@ def _messages_of(doc: Any) -> Any:
     return doc
 
 
-def _detect(doc: Any, origin: str, fix: str, hint: str, raw_args: bool = False) -> Trajectory:
+def _detect(doc: Any, origin: str, fix: str, hint: str, details: bool = True) -> Trajectory:
     """Try every format in order; the first that fits wins. None fitting is one line; each reason is on the error."""
     if isinstance(doc, list) and all(refuses(doc) for refuses in _REFUSE_LISTS):
         # A Chat Completions list (the usual bulk record): every earlier reader is sure to refuse it, and raising
         # and catching nine refusals cost a quarter of reading it. If openai refuses too, _try_each says why.
         try:
-            return openai.read(doc, auto=True, raw_args=raw_args)
+            return openai.read(doc, auto=True, details=details)
         except NotThisFormat:
             pass
-    return _try_each(doc, origin, fix, hint, raw_args)
+    return _try_each(doc, origin, fix, hint, details)
 
 
-def _try_each(doc: Any, origin: str, fix: str, hint: str, raw_args: bool = False) -> Trajectory:
+def _try_each(doc: Any, origin: str, fix: str, hint: str, details: bool = True) -> Trajectory:
     """Read ``doc`` with each reader in order, collecting why each one refuses it."""
     reasons = []
     current = doc
@@ -128,7 +129,7 @@ def _try_each(doc: Any, origin: str, fix: str, hint: str, raw_args: bool = False
         if name in _MESSAGE_FORMATS:
             current = _messages_of(doc)
         try:
-            return reader(current, auto=True, raw_args=raw_args)
+            return reader(current, auto=True, details=details)
         except otel.NotOneRun as exc:
             raise SourceError(exc.reason, origin) from None
         except NotThisFormat as exc:

@@ -18,12 +18,12 @@ _OUTPUTS = ("candidatesTokenCount", "thoughtsTokenCount", "candidates_token_coun
 _Entry = tuple[dict[str, Any], Any]
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read a Gemini or ADK document; detection (``auto``) needs at least one content."""
     entries = list(_entries(doc))
     if auto and not entries:
         raise NotThisFormat("no contents with 'parts'")
-    builder = Builder(raw_args)
+    builder = Builder(details)
     for content, usage in entries:
         _content(builder, content, usage)
     return builder.finish(FORMAT)

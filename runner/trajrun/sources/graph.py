@@ -19,7 +19,7 @@ def refuses_list(items: list[Any]) -> bool:
     return True
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read a GraphTrajectory into node lists per turn."""
     if isinstance(doc, dict) and isinstance(doc.get("outputs"), dict):
         doc = doc["outputs"]

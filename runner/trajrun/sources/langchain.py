@@ -25,7 +25,7 @@ _BLOCK_ARGS = {"tool_use": "input", "tool_call": "args"}
 _USAGE_KEYS = (("input_tokens",), ("output_tokens",))
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read LangChain messages (a list or one message) in any of the three serialisations."""
     if isinstance(doc, dict):
         doc = [doc]
@@ -33,7 +33,7 @@ def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
         raise NotThisFormat("not a list of LangChain messages")
     if auto and not doc:
         raise NotThisFormat("no messages")
-    return read_messages(doc, FORMAT, raw_args)
+    return read_messages(doc, FORMAT, details)
 
 
 def refuses_list(items: list[Any]) -> bool:
@@ -45,9 +45,9 @@ def refuses_list(items: list[Any]) -> bool:
     return not isinstance(kind, str) or (kind not in _KINDS and kind != "constructor")
 
 
-def read_messages(messages: list[Any], fmt: str, raw_args: bool = False) -> Trajectory:
+def read_messages(messages: list[Any], fmt: str, details: bool = True) -> Trajectory:
     """Read a LangChain message list into a Trajectory reported as format ``fmt``."""
-    builder = Builder(raw_args)
+    builder = Builder(details)
     for i, item in enumerate(messages):
         kind, data = _unpack(item, i)
         if kind == "ai":

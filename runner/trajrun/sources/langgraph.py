@@ -24,7 +24,7 @@ def refuses_list(items: list[Any]) -> bool:
     return True
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read the messages of a LangGraph checkpoint or state."""
     state = _state(doc)
     messages = state.get("messages")
@@ -33,9 +33,9 @@ def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
     if not isinstance(messages, list):
         raise NotThisFormat("'messages' is not a list")
     try:
-        return read_messages(messages, FORMAT, raw_args)
+        return read_messages(messages, FORMAT, details)
     except NotThisFormat as exc:
-        return _as_openai(messages, exc, raw_args)
+        return _as_openai(messages, exc, details)
 
 
 def _state(doc: Any) -> dict[str, Any]:
@@ -51,10 +51,10 @@ def _state(doc: Any) -> dict[str, Any]:
     raise NotThisFormat("no 'channel_values' or state 'values' mapping")
 
 
-def _as_openai(messages: list[Any], langchain_error: NotThisFormat, raw_args: bool) -> Trajectory:
+def _as_openai(messages: list[Any], langchain_error: NotThisFormat, details: bool) -> Trajectory:
     """Messages a graph kept as plain ``{role, content}`` dicts; the LangChain reason if they are not."""
     try:
-        trajectory = openai.read(messages, raw_args=raw_args)
+        trajectory = openai.read(messages, details=details)
     except NotThisFormat:
         raise NotThisFormat(f"messages: {langchain_error.reason}") from None
     return dataclasses.replace(trajectory, format=FORMAT)

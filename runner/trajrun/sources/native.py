@@ -25,7 +25,7 @@ def refuses_list(items: list[Any]) -> bool:
     return True
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read trajrun's own shape, or the Elixir shape when ``messages`` is there too."""
     if not isinstance(doc, dict) or not isinstance(doc.get("tool_calls"), list):
         raise NotThisFormat("no top-level 'tool_calls' list")
@@ -35,7 +35,7 @@ def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
             raise NotThisFormat(f"tool_calls[{i}] has no string 'name'")
     if isinstance(doc.get("messages"), list):
-        return _elixir(doc, raw_args)
+        return _elixir(doc, details)
     return _own(doc)
 
 
@@ -69,9 +69,9 @@ def _milliseconds(raw: Any) -> float | None:
     return float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
 
 
-def _elixir(doc: dict[str, Any], raw_args: bool) -> Trajectory:
+def _elixir(doc: dict[str, Any], details: bool) -> Trajectory:
     """The Elixir ``to_map`` shape: messages when there are any, else the flat call list, one turn each."""
-    builder = Builder(raw_args)
+    builder = Builder(details)
     messages = doc["messages"]
     if not messages:
         for call in doc["tool_calls"]:

@@ -14,10 +14,10 @@ _OUTPUTS = ("completion_tokens",)
 _ABSENT = object()
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read Chat Completions messages; every item needs a ``role``. The generic last resort of detection."""
     messages, usage = _messages(doc)
-    builder = Builder(raw_args)
+    builder = Builder(details)
     result, add = builder.result, builder.call
     for i, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None

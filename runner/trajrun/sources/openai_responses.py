@@ -17,12 +17,12 @@ _OUTPUTS = ("output_tokens",)
 _SKIPPED = frozenset({"item_reference", "compaction"})
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read Responses items; detection (``auto``) needs at least one typed item."""
     items, usage = _items(doc)
     if auto:
         _require_typed(items)
-    builder = Builder(raw_args)
+    builder = Builder(details)
     in_turn = False
     for i, item in enumerate(items):
         if not isinstance(item, dict):

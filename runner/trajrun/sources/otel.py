@@ -98,7 +98,7 @@ class _Execution(NamedTuple):
     duration_ms: float | None
 
 
-def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
+def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read one trace's GenAI or OpenInference spans into a run."""
     spans = spans_of(doc)
     steps: list[_Turn | _Execution] = []
@@ -111,8 +111,8 @@ def read(doc: Any, *, auto: bool = False, raw_args: bool = False) -> Trajectory:
     if not steps:
         raise NotOneRun(no_run(spans))
     executed = any(isinstance(step, _Execution) for step in steps)
-    run = _from_executions(steps, raw_args) if executed else \
-        _from_requests([s for s in steps if isinstance(s, _Turn)], raw_args)
+    run = _from_executions(steps, details) if executed else \
+        _from_requests([s for s in steps if isinstance(s, _Turn)], details)
     return dataclasses.replace(run, wall_ms=wall_ms(spans))
 
 
@@ -326,9 +326,9 @@ def _tool_message(value: Any) -> tuple[Any, Any, bool]:
 # Building the run
 
 
-def _from_executions(steps: list[_Turn | _Execution], raw_args: bool) -> Trajectory:
+def _from_executions(steps: list[_Turn | _Execution], details: bool) -> Trajectory:
     """Calls from tool spans: turns from LLM spans, arguments from requests when the span has none."""
-    builder = Builder(raw_args)
+    builder = Builder(details)
     turns = [step for step in steps if isinstance(step, _Turn)]
     by_id = {call_id: args for turn in turns for _, args, call_id in turn.requests if call_id is not None}
     answers = {i: content for turn in turns for content, i, _ in turn.results if i is not None}
@@ -369,14 +369,14 @@ def _arguments(step: _Execution, by_id: dict[Any, Any], waiting: list[tuple[Any,
     return NOT_CAPTURED if args is None else args
 
 
-def _from_requests(turns: list[_Turn], raw_args: bool) -> Trajectory:
+def _from_requests(turns: list[_Turn], details: bool) -> Trajectory:
     """Calls requested in LLM outputs, each turn's results from the next LLM span's input."""
     unseen = next((i for i, turn in enumerate(turns) if turn.unseen_calls), None)
     if unseen is not None:
         raise NotOneRun(f"LLM span {unseen} finished to call tools, but the trace has no tool spans and no captured "
                         "messages to say which; turn on content capture (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_"
                         "CONTENT) or trace the tools")  # fmt: skip
-    builder = Builder(raw_args)
+    builder = Builder(details)
     for turn in turns:
         for content, call_id, name in turn.results:
             builder.result(content, call_id, name)
