@@ -343,9 +343,10 @@ def _bulk_options(opts: dict[str, Any], records: Path | None) -> Any:
     import importlib.util  # deferred: start-up time
 
     from .run.bulk import BulkOptions  # deferred: start-up time
-    from .run.dask_engine import INSTALL  # deferred: start-up time
 
     if opts["engine"] == "dask" and importlib.util.find_spec("distributed") is None:
+        from .run.dask_engine import INSTALL  # deferred: it loads logging, a cost for every run
+
         _fail(INSTALL)
     if opts["scheduler"] and opts["engine"] != "dask":
         _fail("--scheduler names a Dask scheduler; add --engine dask")
