@@ -19,7 +19,7 @@ from trajrun.run.bulk_eval import BulkSpec, _verdict
 from trajrun.sources import FORMATS, read_trajectory
 from trajrun.sources import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai_responses, otel
 from trajrun.sources.builder import Builder, NotThisFormat, _decode_all, decode_args
-from trajrun.sources.detect import _REFUSE_LISTS, _detect, _try_each
+from trajrun.sources.detect import _REFUSE_DOCS, _REFUSE_LISTS, _detect, _messages_of, _try_each
 from trajrun.sources.records import Record, compile_path
 from trajrun.trajectory import ToolCall, Trajectory
 
@@ -154,7 +154,8 @@ def test_reversed_ten_thousand_partial_calls_stay_linear() -> None:
         assert ev.passed == (mode != "strict")
 
 
-READERS_BEFORE_OPENAI = (otel, graph, langgraph, native, anthropic, gemini, bedrock, openai_responses, langchain)
+DOC_READERS = (otel, graph, langgraph, native)
+LIST_READERS = (anthropic, gemini, bedrock, openai_responses, langchain)
 ITEMS = st.sampled_from([
     {"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}, {"role": "user", "content": []},
     {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "function": {"name": "s", "arguments": "{}"}}]},
@@ -173,31 +174,46 @@ ITEMS = st.sampled_from([
     {"spanId": "a", "name": "chat"}, {"resourceSpans": []}, {"context": {"span_id": "a"}}, {"type": 3}, {"role": 1},
     {"role": "assistant", "content": 5}, {}, "text", 7, None, ["nested"],
 ])  # fmt: skip
+TOP_KEYS = st.lists(st.sampled_from([
+    ("tool_calls", []), ("tool_calls", "x"), ("steps", [["a"]]), ("steps", "x"), ("outputs", {"steps": []}),
+    ("spans", [{"spanId": "a"}]), ("spans", []), ("data", [{"span_id": "a", "name": "chat"}]), ("resourceSpans", []),
+    ("spanId", "a"), ("values", {"messages": []}), ("values", {}), ("next", []), ("channel_values", {}),
+    ("checkpoint", {"channel_values": {}}), ("run_id", "r"),
+]), max_size=2).map(dict)  # fmt: skip
+DOCS = st.one_of(st.lists(ITEMS, max_size=5), st.builds(lambda top, items: {**top, "messages": items}, TOP_KEYS,
+                                                        st.lists(ITEMS, max_size=5)))  # fmt: skip
 
 
 @PROPERTY
-@given(st.lists(ITEMS, max_size=5))
-def test_list_refusals_are_sure(items: list[Any]) -> None:
-    """A reader's ``refuses_list`` is True only when its ``read`` refuses the list; detection skipping them agrees."""
-    for module in READERS_BEFORE_OPENAI:
-        if module.refuses_list(items):
+@given(DOCS)
+def test_refusals_are_sure(doc: Any) -> None:
+    """A reader's ``refuses`` (of the document) or ``refuses_list`` (of its messages) is True only when its ``read``
+    refuses; detection skipping the readers that refuse agrees with trying each."""
+    for module in DOC_READERS:
+        if module.refuses(doc):
             with pytest.raises(NotThisFormat):
-                module.read(items, auto=True)
-    assert _detected(_detect, items) == _detected(_try_each, items)
+                module.read(doc, auto=True)
+    messages = _messages_of(doc)
+    for module in LIST_READERS:
+        if isinstance(messages, list) and module.refuses_list(messages):
+            with pytest.raises(NotThisFormat):
+                module.read(messages, auto=True)
+    assert _detected(_detect, doc) == _detected(_try_each, doc)
 
 
-def _detected(detect: Any, items: list[Any]) -> Any:
+def _detected(detect: Any, doc: Any) -> Any:
     """A detection's trajectory, or its error's text and reasons."""
     try:
-        return detect(items, "run.json", "fix", "hint")
+        return detect(doc, "run.json", "fix", "hint")
     except SourceError as exc:
         return str(exc), exc.reasons
 
 
 def test_refusals_are_listed_in_detection_order() -> None:
     """Detection's shortcut asks every reader before openai, in the order detection tries them."""
-    assert _REFUSE_LISTS == tuple(module.refuses_list for module in READERS_BEFORE_OPENAI)
-    assert [module.FORMAT for module in READERS_BEFORE_OPENAI] == list(FORMATS[:-1])
+    assert _REFUSE_DOCS == tuple(module.refuses for module in DOC_READERS)
+    assert _REFUSE_LISTS == tuple(module.refuses_list for module in LIST_READERS)
+    assert [module.FORMAT for module in (*DOC_READERS, *LIST_READERS)] == list(FORMATS[:-1])
 
 
 NAMES = st.sampled_from(["a", "b", "c"])

@@ -26,11 +26,11 @@ _READERS: dict[str, Reader] = dict(zip(FORMATS, (
     otel.read, graph.read, langgraph.read, native.read, anthropic.read, gemini.read, bedrock.read,
     openai_responses.read, langchain.read, openai.read,
 )))  # fmt: skip
-_REFUSE_LISTS = (
-    otel.refuses_list, graph.refuses_list, langgraph.refuses_list, native.refuses_list, anthropic.refuses_list,
-    gemini.refuses_list, bedrock.refuses_list, openai_responses.refuses_list, langchain.refuses_list,
-)  # fmt: skip
-"""Cheap exact tests, one per format before ``openai``: True only when that reader would refuse the list."""
+_REFUSE_DOCS = (otel.refuses, graph.refuses, langgraph.refuses, native.refuses)
+_REFUSE_LISTS = (anthropic.refuses_list, gemini.refuses_list, bedrock.refuses_list, openai_responses.refuses_list,
+                 langchain.refuses_list)  # fmt: skip
+"""Cheap exact tests, one per format before ``openai``: True only when that reader would refuse the document (the
+first four) or the message list (the others, which read a mapping's ``messages``)."""
 _MESSAGE_FORMATS = frozenset(FORMATS[FORMATS.index("anthropic") :])
 _SAVED_HINT = "save the document to a file and run `trajrun show FILE -v` to see why each format does not fit"
 
@@ -111,11 +111,13 @@ def _messages_of(doc: Any) -> Any:
 
 def _detect(doc: Any, origin: str, fix: str, hint: str, details: bool = True) -> Trajectory:
     """Try every format in order; the first that fits wins. None fitting is one line; each reason is on the error."""
-    if isinstance(doc, list) and all(refuses(doc) for refuses in _REFUSE_LISTS):
-        # A Chat Completions list (the usual bulk record): every earlier reader is sure to refuse it, and raising
-        # and catching nine refusals cost a quarter of reading it. If openai refuses too, _try_each says why.
+    messages = _messages_of(doc)
+    if isinstance(messages, list) and all(refuses(doc) for refuses in _REFUSE_DOCS) and \
+            all(refuses(messages) for refuses in _REFUSE_LISTS):
+        # Chat Completions messages (the usual bulk record): every earlier reader is sure to refuse them, and raising
+        # and catching nine refusals cost a quarter of reading them. If openai refuses too, _try_each says why.
         try:
-            return openai.read(doc, auto=True, details=details)
+            return openai.read(messages, auto=True, details=details)
         except NotThisFormat:
             pass
     return _try_each(doc, origin, fix, hint, details)

@@ -14,9 +14,10 @@ from .builder import NotThisFormat, text_of
 FORMAT = "graph"
 
 
-def refuses_list(items: list[Any]) -> bool:
-    """True: ``read`` refuses every list (a graph trajectory is a mapping), so detection skips it for one."""
-    return True
+def refuses(doc: Any) -> bool:
+    """Whether ``read(doc)`` surely refuses: no ``steps`` list, in ``outputs`` or at the top. Detection skips it."""
+    inner = doc["outputs"] if isinstance(doc, dict) and isinstance(doc.get("outputs"), dict) else doc
+    return not isinstance(inner, dict) or not isinstance(inner.get("steps"), list)
 
 
 def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:

@@ -19,9 +19,9 @@ FORMAT = "langgraph"
 _STATE_KEYS = frozenset({"next", "config", "checkpoint", "metadata", "tasks", "created_at", "parent_config"})
 
 
-def refuses_list(items: list[Any]) -> bool:
-    """True: ``read`` refuses every list (a checkpoint or state is a mapping), so detection skips it for one."""
-    return True
+def refuses(doc: Any) -> bool:
+    """Whether ``read(doc)`` surely refuses: not a mapping holding channels or a state. Detection skips it then."""
+    return not isinstance(doc, dict) or _channels(doc) is None
 
 
 def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
@@ -42,13 +42,21 @@ def _state(doc: Any) -> dict[str, Any]:
     """The mapping that holds the graph's channels: ``channel_values`` or a state's ``values``."""
     if not isinstance(doc, dict):
         raise NotThisFormat("not a mapping")
+    channels = _channels(doc)
+    if channels is None:
+        raise NotThisFormat("no 'channel_values' or state 'values' mapping")
+    return channels
+
+
+def _channels(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """``channel_values`` (of the document, its checkpoint or its payload), or a state's ``values``; else None."""
     for holder in (doc, doc.get("checkpoint"), doc.get("payload")):
         if isinstance(holder, dict) and isinstance(holder.get("channel_values"), dict):
             return holder["channel_values"]
     values = doc.get("values")
     if isinstance(values, dict) and ("messages" in values or _STATE_KEYS & doc.keys()):
         return values
-    raise NotThisFormat("no 'channel_values' or state 'values' mapping")
+    return None
 
 
 def _as_openai(messages: list[Any], langchain_error: NotThisFormat, details: bool) -> Trajectory:

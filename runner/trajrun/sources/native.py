@@ -20,9 +20,9 @@ FORMAT = "trajectory"
 _FOREIGN_KEYS = frozenset({"role", "type", "content", "data", "kwargs", "parts"})
 
 
-def refuses_list(items: list[Any]) -> bool:
-    """True: ``read`` refuses every list (trajrun's shape is a mapping), so detection skips it for one."""
-    return True
+def refuses(doc: Any) -> bool:
+    """Whether ``read(doc)`` surely refuses: no top-level ``tool_calls`` list. Detection skips the reader then."""
+    return not isinstance(doc, dict) or not isinstance(doc.get("tool_calls"), list)
 
 
 def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 
 from ..trajectory import Trajectory, Usage
 from .builder import Builder, decode_args, make_usage
-from .otel_spans import NotOneRun, Span, first, no_run, refuses_list, spans_of, wall_ms
+from .otel_spans import NotOneRun, Span, first, no_run, refuses, spans_of, wall_ms
 
 FORMAT = "otel"
 NOT_CAPTURED = "<not captured>"

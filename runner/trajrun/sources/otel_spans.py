@@ -89,12 +89,16 @@ def _raw_spans(doc: Any) -> list[dict[str, Any]]:
 
 
 
-def refuses_list(items: list[Any]) -> bool:
-    """Whether ``_raw_spans(items)`` surely refuses a list (empty, or item 0 neither an OTLP document nor a span),
-    so the ``otel`` reader raises ``NotThisFormat`` before any ``NotOneRun``; detection then skips it."""
-    if not items:
+def refuses(doc: Any) -> bool:
+    """Whether ``_raw_spans(doc)`` surely refuses, so the ``otel`` reader raises ``NotThisFormat`` before any
+    ``NotOneRun``: a mapping neither an export nor a span with no ``spans`` or ``data`` list, an empty list, or a
+    list whose item 0 is neither. Detection skips the reader then."""
+    if isinstance(doc, dict):
+        lists = any(isinstance(doc.get(key), list) and doc[key] for key in ("spans", "data"))
+        return not (_is_export(doc) or lists or _is_span(doc))
+    if not isinstance(doc, list) or not doc:
         return True
-    head = items[0]
+    head = doc[0]
     return not (isinstance(head, dict) and _is_export(head)) and not _is_span(head)
 
 
