@@ -152,11 +152,14 @@ def test_an_item_that_does_not_stand_alone_is_unsplittable(text: str) -> None:
         list(split.items("cases"))
 
 
-def test_example_suites_stream_the_cases_they_load(stream_every_file: None) -> None:
+def test_example_suites_stream_the_cases_they_load(monkeypatch: pytest.MonkeyPatch) -> None:
     """The header and every case, built one at a time, equal the suite loaded whole."""
     streamed = 0
     for path in sorted(EXAMPLES.glob("*.suite.yaml")):
+        monkeypatch.setattr(suite_load, "STREAM_BYTES", 1 << 20)
         whole = load_suite(path)
+        monkeypatch.setattr(suite_load, "STREAM_BYTES", 0)
+        assert repr(load_suite(path)) == repr(whole)  # a large file is loaded from its stream
         stream = stream_suite(path)
         if stream is None:
             continue
@@ -182,7 +185,7 @@ def case_lines(n: int, extra: str = "", tool: str = "search") -> str:
     return f"  - name: case {n}\n    source: runs/a.json\n    steps: [{tool}]\n{extra}"
 
 
-def test_errors_of_a_streamed_file_are_those_of_the_whole(tmp_path: Path, stream_every_file: None) -> None:
+def test_errors_of_a_streamed_file_are_those_of_the_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every error, in file order, with the same locations; raised once the last case is read."""
     write_runs(tmp_path)
     path = tmp_path / "bad.suite.yaml"
@@ -190,6 +193,7 @@ def test_errors_of_a_streamed_file_are_those_of_the_whole(tmp_path: Path, stream
                     + case_lines(2, "    setps: [x]\n") + case_lines(3, "    budget: {calls: -1}\n"))
     with pytest.raises(SuiteErrors) as whole:
         load_suite(path)
+    monkeypatch.setattr(suite_load, "STREAM_BYTES", 0)
     stream = stream_suite(path)
     assert stream is not None
     with pytest.raises(SuiteErrors) as streamed:

@@ -43,9 +43,16 @@ def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
                golden_root: str | Path | None = None) -> Suite:
     """Load one suite file; ``variables`` are ``--var`` values (already parsed). Raises ``SuiteErrors``.
 
-    Golden files must resolve inside the suite's project or ``golden_root``.
+    Golden files must resolve inside the suite's project or ``golden_root``. A large file is built case by
+    case (``stream_suite``), so that its whole YAML node tree, several times the cases' size, never exists.
     """
     with collector_paused():
+        stream = stream_suite(path, variables, golden_root)
+        if stream is not None:
+            try:
+                return dataclasses.replace(stream.suite, cases=tuple(stream.cases))
+            except Unsplittable:
+                pass
         return _load_suite(str(path), Path(path), variables, golden_root)
 
 
