@@ -13,23 +13,30 @@ peak RSS per process and of the whole tree, sampled with psutil every 0.1 s):
   ``lookup_user`` call) on the same records in a loop, stopped after ``--cap`` seconds and
   extrapolated linearly to N (its cost per record does not depend on the record's position).
 
-Usage: ``python bench/bench_bulk.py [--records 1000000] [--files 8] [--cap 60] [--keep]``.
+``--only stages`` times the parts of one record in this process instead (the first 5,000 records of
+part 0, warm caches): decoding, reading (format detected, named, and as the bulk case reads), the
+checks, and the bulk loop around them.
+
+Usage: ``python bench/bench_bulk.py [--records 1000000] [--files 8] [--cap 60] [--keep] [--only ...]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import multiprocessing
 import os
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +44,14 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, random_calls, save, to_messages  # noqa: E402
+from trajrun.match.evaluate import evaluate  # noqa: E402
+from trajrun.run.bulk_eval import BulkSpec, evaluate_records, young_gc_rarely  # noqa: E402
+from trajrun.sources import read_trajectory  # noqa: E402
+from trajrun.sources.records import Record  # noqa: E402
+from trajrun.suites.load import load_suite  # noqa: E402
 
 ROOT = DATA / "bulk"
+STAGE_RECORDS = 5_000
 SUITE = """suite: bulk bench
 cases:
   - name: production policies
@@ -162,6 +175,40 @@ def measured(cmd: list[str], cwd: Path | None = None) -> dict[str, Any]:
             "load_average": os.getloadavg()}
 
 
+def stages(repeats: int = 7) -> dict[str, float]:
+    """Microseconds per record of each part, in this process (medians of interleaved repeats, CPU time): decode
+    (gunzip + ``json.loads``), read_auto / read_named / read_bulk (the message list read with the format detected,
+    named, and without call details when the checks read none, as the bulk case does), checks, and loop (the
+    bulk loop's own share: ``evaluate_records`` less read_bulk and checks); x_floor: the analog of × floor."""
+    with gzip.open(sorted((ROOT / "logs").glob("*.jsonl.gz"))[0], "rb") as lines:
+        raw = list(itertools.islice(lines, STAGE_RECORDS))
+    packed, docs = gzip.compress(b"".join(raw), 1), [json.loads(line) for line in raw]
+    messages = [doc["messages"] for doc in docs]
+    expect = load_suite(ROOT / "bulk.suite.yaml").cases[0].expect
+    runs, details = [read_trajectory(m, "openai") for m in messages], expect.reads_call_details
+    spec = BulkSpec(expect, "record", "auto", "$.messages", "$.run_id")
+    records = list(map(Record, itertools.count(1), docs))
+    work: dict[str, Callable[[], object]] = {
+        "decode": lambda: [json.loads(line) for line in gzip.decompress(packed).splitlines()],
+        "read_auto": lambda: [read_trajectory(m) for m in messages],
+        "read_named": lambda: [read_trajectory(m, "openai") for m in messages],
+        "read_bulk": lambda: [read_trajectory(m, details=details) for m in messages],
+        "checks": lambda: [evaluate(expect, run) for run in runs],
+        "bulk": lambda: evaluate_records(spec, records),
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in work}
+    with young_gc_rarely():
+        for _ in range(repeats):
+            for name, run in work.items():
+                start = time.process_time()
+                run()
+                seconds[name].append(time.process_time() - start)
+    micro = {name: statistics.median(times) / len(docs) * 1e6 for name, times in seconds.items()}
+    micro["loop"] = micro["bulk"] - micro["read_bulk"] - micro["checks"]
+    micro["x_floor"] = (micro["decode"] + micro["bulk"]) / micro["decode"]  # decoding and the bulk, against decoding
+    return micro
+
+
 def main() -> None:
     """Generate (unless --keep finds the same size), time every runner, save bench/out/bulk.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -169,7 +216,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--cap", type=float, default=60.0, help="seconds agentevals may run before extrapolating")
     parser.add_argument("--keep", action="store_true", help="reuse bench/data/bulk when it holds as many records")
-    parser.add_argument("--only", nargs="*", default=None, help="floor j1 j2 dask j1_named agentevals (default: all)")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="floor j1 j2 dask j1_named agentevals (default: all), or stages (in this process)")
     opts = parser.parse_args()
     size = ROOT / "size.json"
     wanted = {"records": opts.records, "files": opts.files}
@@ -187,6 +235,9 @@ def main() -> None:
         "dask": [trajrun, "run", "bulk.suite.yaml", "-q", "--engine", "dask", "-j", "2"],
         "j1_named": [trajrun, "run", "named.suite.yaml", "-q", "-j", "1"],
     }
+    if opts.only is not None and "stages" in opts.only:
+        result["stages"] = stages()
+        print("per record, µs: " + ", ".join(f"{k} {v:.1f}" for k, v in result["stages"].items()), flush=True)
     for label, cmd in runs.items():
         if opts.only is None or label in opts.only:
             result[label] = measured(cmd, ROOT)
