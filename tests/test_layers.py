@@ -1,7 +1,7 @@
 """The package's layers: every import (at module level or inside a function) points down, and no module
 imports itself back through others.
 
-core (errors, files, limits, trajectory, yaml_core, yaml_items) → sources → match → suites → importers → run → reports → cli, pytest_plugin.
+core (errors, files, limits, trajectory, yaml_core, yaml_items) → sources → match → suites → importers → run → reports → cli (cli_run, cli_shared), pytest_plugin.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ PACKAGE = Path(trajrun.__file__).parent
 LAYERS = ("core", "sources", "match", "suites", "importers", "run", "reports", "entry")
 CORE = ("trajrun.collector", "trajrun.errors", "trajrun.files", "trajrun.limits", "trajrun.trajectory", "trajrun.yaml_core",
         "trajrun.yaml_items")
-ENTRY = ("trajrun", "trajrun.__main__", "trajrun.cli", "trajrun.pytest_plugin")
+ENTRY = ("trajrun", "trajrun.__main__", "trajrun.cli", "trajrun.cli_run", "trajrun.cli_shared", "trajrun.pytest_plugin")
 
 
 def _name(path: Path) -> str:

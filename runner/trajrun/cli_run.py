@@ -1,0 +1,233 @@
+"""``trajrun run``: its options, and what it sets up around the library's ``run_paths`` (signals, the collector,
+report files, annotations)."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import click
+
+from .cli_shared import EXIT_INTERRUPTED, EXIT_USAGE, fail, folder, golden_root_option, parse_vars
+from .errors import TrajrunError
+
+
+class _Jobs(click.ParamType):
+    """``-j``: a number of worker processes, or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        """A whole number of at least 1, or ``auto``."""
+        if value == "auto":
+            return "auto"
+        if str(value).isdigit() and int(value) >= 1:
+            return int(value)
+        self.fail(f"{value!r} is neither a number of workers (1 or more) nor 'auto'", param, ctx)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--junit-xml", type=click.Path(dir_okay=False), help="Write a JUnit XML report here.")
+@click.option("--junit-file-line", is_flag=True, help="Add file and line to each testcase (breaks junit-10.xsd).")
+@click.option("--junit-system-out", type=click.Choice(["failed", "all", "none"]), default="failed", show_default=True,
+              help="Which cases carry their actual steps in <system-out>.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Write a one-file HTML report here.")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write a JSON report here ('-': to stdout, the console report then goes to stderr).")
+@click.option("-k", "keyword", help="Select cases by a pytest-style expression over suite::case.")
+@click.option("-m", "marker", help="Select cases by a pytest-style expression over tags.")
+@click.option("-x", "--exitfirst", is_flag=True, help="Stop after the first failing case.")
+@click.option("--shard", help="Run shard I of N (I/N), a stable split by case id.")
+@click.option("-j", "--jobs", type=_Jobs(), default="1", show_default=True,
+              help="Worker processes, or 'auto' for one per core.")
+@click.option("--var", "variables", multiple=True, metavar="K=V", help="A template variable (repeatable).")
+@click.option("--update-golden", is_flag=True, help="Rewrite golden files that are missing or failed.")
+@golden_root_option
+@click.option("-v", "--verbose", count=True, help="One line per case.")
+@click.option("-q", "--quiet", is_flag=True, help="Only failures and the summary.")
+@click.option("--annotations", type=click.Choice(["github", "none"]), default=None,
+              help="GitHub Actions annotations and job summary [default: github when GITHUB_ACTIONS=true].")
+@click.option("--no-judge", is_flag=True, help="Skip judge: checks (reported as skipped, never as passed).")
+@click.option("--judge-cache", type=click.Path(file_okay=False), default=".trajrun-cache", show_default=True,
+              metavar="DIR", help="Keep judge answers here (relative to the current folder): unchanged runs ask nothing.")
+@click.option("--no-judge-cache", is_flag=True, help="Ask the judge model every time; keep no answers.")
+@click.option("--judge-concurrency", type=click.IntRange(min=1), default=4, show_default=True, metavar="N",
+              help="Judge requests in flight at once (per worker process).")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where bulk cases (sources with each) run: this machine (-j N processes), or a Dask cluster.")
+@click.option("--scheduler", metavar="ADDRESS", help="--engine dask: a running scheduler (default: a LocalCluster here).")
+@click.option("--junit-each", type=click.Choice(["case", "record"]), default="case", show_default=True,
+              help="One JUnit testcase per bulk case, or one per record of each bulk case.")
+@click.option("--records", "records_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write one JSON line per record of every bulk case here.")
+def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, junit_system_out: str,
+        json_file: str | None, html_file: str | None, **opts: Any) -> None:
+    """Run suites (default: suites/) and report."""
+    from .reports.console import ConsoleReporter  # deferred: start-up time
+    from .files import check_target  # deferred: start-up time
+    from .run.runner import RunOptions  # deferred: start-up time
+    from .run.runner import RunInterrupted, run_paths  # deferred: start-up time
+    from .run.selection import ExpressionError, compile_expression, parse_shard  # deferred: start-up time
+
+    try:
+        shard = parse_shard(opts["shard"]) if opts["shard"] is not None else None
+        for expr in (opts["keyword"], opts["marker"]):
+            if expr:
+                compile_expression(expr)
+        for report in (junit_xml, json_file, html_file, opts["records_file"]):
+            if report and report != "-":
+                check_target(report)  # refuse /dev/null and the like before the run, not after it
+    except (ValueError, ExpressionError, TrajrunError) as exc:
+        fail(str(exc))
+    _tune_gc()
+    spool = _records_spool(opts)
+    options = RunOptions(opts["keyword"], opts["marker"], opts["exitfirst"], shard, _worker_count(opts["jobs"]),
+                         parse_vars(opts["variables"]), opts["update_golden"], golden_root=folder(opts["golden_root"]),
+                         judge=_judge_options(opts), bulk=_bulk_options(opts, spool),
+                         expected_steps=bool(json_file or html_file))
+    console = sys.stderr if json_file == "-" else sys.stdout  # stdout carries the JSON report alone
+    reporter = ConsoleReporter(console, verbosity=-1 if opts["quiet"] else opts["verbose"])
+    try:
+        with _sigterm_interrupts():
+            result = run_paths(list(paths) or ["suites"], options, reporter)
+    except RunInterrupted as exc:
+        _write_reports(exc.result, (junit_xml, junit_file_line, junit_system_out, opts["junit_each"]), json_file,
+                       html_file)
+        done = len(exc.result.cases)
+        click.echo(f"trajrun: interrupted; the summary and reports hold the {done} case{'s' if done != 1 else ''} "
+                   "that finished", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except TrajrunError as exc:
+        fail(str(exc))
+    _write_reports(result, (junit_xml, junit_file_line, junit_system_out, opts["junit_each"]), json_file, html_file)
+    _annotate(result, opts["annotations"], console)
+    sys.exit(result.exit_code())
+
+
+def _bulk_options(opts: dict[str, Any], records: Path | None) -> Any:
+    """``--engine``, ``--scheduler`` and where per-record lines go, as options; exits 2 when Dask is missing."""
+    import importlib.util  # deferred: start-up time
+
+    from .run.bulk import BulkOptions  # deferred: start-up time
+
+    if opts["engine"] == "dask" and importlib.util.find_spec("distributed") is None:
+        from .run.dask_engine import INSTALL  # deferred: it loads logging, a cost for every run
+
+        fail(INSTALL)
+    if opts["scheduler"] and opts["engine"] != "dask":
+        fail("--scheduler names a Dask scheduler; add --engine dask")
+    return BulkOptions(opts["engine"], opts["scheduler"], records)
+
+
+def _records_spool(opts: dict[str, Any]) -> Path | None:
+    """Where per-record lines go: ``--records FILE``, or a temporary file that ``--junit-each record`` reads."""
+    if opts["records_file"]:
+        return Path(opts["records_file"])
+    if opts["junit_each"] != "record":
+        return None
+    import atexit  # deferred: start-up time
+    import tempfile  # deferred: start-up time
+
+    handle, name = tempfile.mkstemp(prefix="trajrun-records-", suffix=".jsonl")
+    os.close(handle)
+    atexit.register(lambda: Path(name).unlink(missing_ok=True))
+    return Path(name)
+
+
+def _judge_options(opts: dict[str, Any]) -> Any:
+    """``--no-judge``, ``--judge-cache DIR``, ``--no-judge-cache`` and ``--judge-concurrency N`` as options."""
+    from .run.judge import JudgeOptions  # deferred: start-up time
+
+    cache = None if opts["no_judge_cache"] else Path(opts["judge_cache"]).resolve()
+    return JudgeOptions(enabled=not opts["no_judge"], cache=cache, concurrency=opts["judge_concurrency"])
+
+
+def _worker_count(jobs: int | str) -> int:
+    """``-j`` as a number: ``auto`` is one worker per core; more than the runner's limit is capped, with a note."""
+    from .run.cores import JOBS_PER_CORE, usable_cores, worker_limit  # deferred: start-up time
+
+    count = usable_cores() if jobs == "auto" else int(jobs)
+    if count <= worker_limit():
+        return count
+    click.echo(f"trajrun: note: -j {count} is more than {JOBS_PER_CORE} workers per core ({usable_cores()} cores "
+               f"here); running {worker_limit()}", err=True)
+    return worker_limit()
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While the run lasts, SIGTERM (a cancelled CI job) stops it as Ctrl-C does, so the reports are still written."""
+    try:
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    except ValueError:  # not the main thread (trajrun embedded in another program): leave its signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _tune_gc() -> None:
+    """A run builds many small long-lived objects (suites, results): collect the young generation
+    far less often, which takes a quarter off large runs and costs no memory worth noting."""
+    gc.set_threshold(100_000, 50, 100)
+
+
+def _annotate(result: Any, choice: str | None, stream: Any) -> None:
+    """Under GitHub Actions (or ``--annotations github``): an annotation per failed case, and the job summary."""
+    from .reports import github  # deferred: start-up time
+
+    if not github.enabled(choice):
+        return
+    for line in github.annotations(result):
+        print(line, file=stream)
+    try:
+        github.append_summary(result)
+    except OSError as exc:
+        click.echo(f"trajrun: note: cannot append the job summary: {exc.strerror or exc}", err=True)
+
+
+def _write_reports(result: Any, junit: tuple[str | None, bool, str], json_file: str | None, html_file: str | None) -> None:
+    """Write the requested report files (atomically); one that cannot be written exits 2 after the others.
+
+    ``junit`` is the path (or None), ``--junit-file-line``, ``--junit-system-out`` and ``--junit-each``.
+    """
+    problems: list[str] = []
+    junit_xml, file_line, system_out, each = junit
+    if html_file:
+        from .reports import html  # deferred: start-up time
+
+        problems += _try_write("--html", lambda: html.write(result, Path(html_file)))
+    if junit_xml:
+        from .reports import junit as junit_report  # deferred: start-up time
+
+        problems += _try_write("--junit-xml", lambda: junit_report.write(result, Path(junit_xml), file_line=file_line,
+                                                                         system_out=system_out, each=each))
+    if json_file:
+        from .reports import json_report  # deferred: start-up time
+
+        if json_file == "-":
+            sys.stdout.buffer.write(json_report.encode(result))
+            sys.stdout.flush()
+        else:
+            problems += _try_write("--json", lambda: json_report.write(result, Path(json_file)))
+    for problem in problems:
+        click.echo(f"trajrun: error: {problem}", err=True)
+    if problems:
+        sys.exit(EXIT_USAGE)
+
+
+def _try_write(option: str, write: Callable[[], None]) -> list[str]:
+    """Write one report; its error, after the option's name, as a list of none or one message."""
+    try:
+        write()
+    except TrajrunError as exc:
+        return [f"{option}: {exc}"]
+    return []
