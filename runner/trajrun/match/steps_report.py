@@ -11,7 +11,7 @@ import difflib
 import re
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, filterfalse
 from typing import Any
 
 from ..trajectory import ToolCall
@@ -95,7 +95,7 @@ def build_report(expect: Expectation, cand: Candidates, pairs: Pairs, passed: bo
 
 def _unpaired(count: int, paired: set[int]) -> tuple[int, ...]:
     """The call positions below ``count`` that no step took."""
-    return tuple(p for p in range(count) if p not in paired)
+    return tuple(filterfalse(paired.__contains__, range(count)))
 
 
 def step_label(step: Step) -> str:
