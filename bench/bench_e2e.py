@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -98,14 +99,18 @@ def generate_deep(root: Path, cases: int = 300, calls: int = 200, steps: int = 2
 SHAPES = {"wide": generate_wide, "deep": generate_deep}
 
 
-def run_once(cmd: list[str]) -> tuple[float, str]:
-    """Wall seconds of one command and its stdout's last line; a crash (not a failing case) stops the bench."""
+def run_once(cmd: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds (user + system, the child's and its children's) of one command and its stdout's
+    last line; a crash (not a failing case) stops the bench. CPU time is what a busy neighbour disturbs least."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if done.returncode not in (0, 1):
         raise SystemExit(f"{cmd} exited {done.returncode}: {done.stderr[-2000:]}")
-    return took, (done.stdout.strip().splitlines() or [""])[-1]
+    return took, cpu, (done.stdout.strip().splitlines() or [""])[-1]
 
 
 def commands(root: Path, shape: str, peers: bool) -> dict[str, list[str]]:
@@ -119,6 +124,32 @@ def commands(root: Path, shape: str, peers: bool) -> dict[str, list[str]]:
         here = str(Path(__file__).resolve().parent)
         found.update({peer: [sys.executable, "-c", PEER, str(root), peer, here] for peer in PEERS})
     return found
+
+
+def time_rounds(cmds: dict[str, list[str]], runs: int) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+    """Every command once per round, the rounds interleaved: wall and CPU samples by label, and each last line."""
+    samples: dict[str, list[float]] = {label: [] for label in cmds}
+    cpu: dict[str, list[float]] = {label: [] for label in cmds}
+    last: dict[str, str] = {}
+    for round_ in range(runs):
+        for label, cmd in cmds.items():
+            took, spent, last[label] = run_once(cmd)
+            samples[label].append(took)
+            cpu[label].append(spent)
+            print(f"round {round_ + 1} {label}: {took:.2f} s, {spent:.2f} s CPU — {last[label]}", flush=True)
+    return samples, cpu, last
+
+
+def summarize(kind: str, runs: dict[str, list[float]], peers: bool) -> dict[str, object]:
+    """Medians and the median of each round's ratio to the floor, printed and returned under ``kind`` (wall, cpu)."""
+    medians = {label: statistics.median(s) for label, s in runs.items()}
+    ratios = {label: statistics.median(s / f for s, f in zip(runs[label], runs["floor"])) for label in runs}
+    for label in runs:
+        print(f"{kind} {label}: median {medians[label]:.2f} s, {ratios[label]:.2f}x floor", flush=True)
+    if peers:
+        faster = min(medians[p] for p in PEERS)
+        print(f"{kind}: faster peer / trajrun -j 1: {faster / medians['j1']:.2f}x", flush=True)
+    return {f"medians_{kind}": medians, f"ratio_to_floor_{kind}": ratios}
 
 
 def main() -> None:
@@ -139,23 +170,11 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     compile_trajrun()
     cmds = commands(root, opts.shape, not opts.no_peers)
-    samples: dict[str, list[float]] = {label: [] for label in cmds}
-    last: dict[str, str] = {}
-    for round_ in range(opts.runs):
-        for label, cmd in cmds.items():
-            took, last[label] = run_once(cmd)
-            samples[label].append(took)
-            print(f"round {round_ + 1} {label}: {took:.2f} s — {last[label]}", flush=True)
+    samples, cpu, last = time_rounds(cmds, opts.runs)
     result: dict[str, object] = {"shape": opts.shape, "bytes": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
-                                 "samples": samples, "last_line": last}
-    medians = {label: statistics.median(s) for label, s in samples.items()}
-    ratios = {label: statistics.median(s / f for s, f in zip(samples[label], samples["floor"])) for label in cmds}
-    result.update(medians=medians, ratio_to_floor=ratios)
-    for label in cmds:
-        print(f"{label}: median {medians[label]:.2f} s, {ratios[label]:.2f}x floor", flush=True)
-    if not opts.no_peers:
-        faster = min(medians[p] for p in PEERS)
-        print(f"faster peer / trajrun -j 1: {faster / medians['j1']:.2f}x", flush=True)
+                                 "samples": samples, "cpu_samples": cpu, "last_line": last}
+    for kind, runs in (("wall", samples), ("cpu", cpu)):
+        result.update(summarize(kind, runs, peers=not opts.no_peers))
     save(f"e2e-{opts.shape}", result)
 
 
