@@ -130,6 +130,21 @@ def test_shortcuts_report_what_the_general_matching_reports(
         assert (fast.passed, fast.score, fast.pairs, fast.detail) == (slow.passed, slow.score, slow.pairs, slow.detail)
 
 
+@PROPERTY
+@given(st.lists(st.sampled_from(["a", "b", "c"]), max_size=7), st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=5),
+       st.lists(st.integers(0, 2), min_size=7, max_size=7))
+def test_steps_by_name_alone_report_what_the_general_matching_reports(
+    names: list[str], wanted: list[str], turns: list[int]
+) -> None:
+    """Bare tool names in an unordered mode, paired name by name, give the general matching's whole report."""
+    traj = _run([(name, {}, turn) for name, turn in zip(names, turns)])
+    for mode in MODES:
+        expect = Expectation(steps=tuple(Step(name) for name in wanted), mode=mode)  # type: ignore[arg-type]
+        fast, slow = evaluate(expect, traj).steps, _general(expect, traj)
+        assert fast == slow
+        assert (fast.expected_steps, fast.actual_calls) == (slow.expected_steps, slow.actual_calls)
+
+
 def test_accepts_agrees_with_candidate_lists() -> None:
     """The direct test of one step against one call equals membership in the step's class's candidates."""
     traj = _run([("a", {"x": 1, "y": "p"}, 0), ("a", {"x": 1.0}, 1), ("b", {"x": True}, 0), ("a", {"x": [1]}, 1)])

@@ -253,7 +253,7 @@ class Candidates:
                 groups.setdefault(self.calls[pos].turn, []).append(pos)
         return groups
 
-    def _named(self, name: str) -> list[int]:
+    def positions(self, name: str) -> list[int]:
         """The positions of one tool's calls, ascending, found once per tool.
 
         A scan per tool named by a step, at C speed, beats grouping every call by name in Python:
@@ -268,7 +268,7 @@ class Candidates:
 
     def _compute(self, step: Step, rule: ArgRule, key: Hashable | None) -> list[int]:
         """Every call matching one step: name, then arguments, then result and error."""
-        pool = self._named(step.name)
+        pool = self.positions(step.name)
         args = step.args
         if args is ANY_ARGS or rule.mode == "ignore" or not pool:
             found = pool
@@ -287,7 +287,7 @@ class Candidates:
         bucket = self._exact.get(name)
         if bucket is None:
             bucket = self._exact[name] = {}
-            for pos in self._named(name):
+            for pos in self.positions(name):
                 bucket.setdefault(self._key(pos), []).append(pos)
         return bucket
 
@@ -322,7 +322,7 @@ class Candidates:
         if found is None:
             values: dict[Hashable, list[int]] = {}
             absent: list[int] = []
-            for pos in self._named(name):
+            for pos in self.positions(name):
                 args = self.calls[pos].args
                 if isinstance(args, dict):
                     if key in args:

@@ -13,7 +13,7 @@ from ..trajectory import Trajectory
 from .checks import OTHER_CHECKS
 from .compatibility import Candidates
 from .expectation import ORDERED_MODES, UNSET, Expectation
-from .pairing import max_size, pair
+from .pairing import by_name, max_size, pair
 from .steps_report import StepsReport, build_report
 from .verdict import CheckFailure, Evaluation
 
@@ -46,6 +46,9 @@ def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True
     _require_recorded(expect, traj)
     _require_ordered(expect)
     cand = Candidates(expect, traj, shortcuts=shortcuts)
+    named = by_name(expect.mode, cand) if shortcuts and expect.threshold is None else None
+    if named is not None:  # steps by tool name alone, as most policies over logs are, and they passed
+        return build_report(expect, cand, named, True, 1.0, False), None
     pairs, mode_ok = pair(expect.mode, cand)
     total = None if mode_ok and expect.threshold is None else max_size(cand)
     score = 1.0 if total is None else f1(expect.mode, total, len(cand.steps), len(cand.calls))

@@ -16,7 +16,7 @@ from typing import Any
 from ..trajectory import ToolCall
 from .bipartite import max_matching
 from .compatibility import Candidates
-from .expectation import Step
+from .expectation import ANY_ARGS, UNSET, Step
 
 Pairs = dict[int, int]
 """Expected step index -> actual call position."""
@@ -35,6 +35,33 @@ def pair(mode: str, cand: Candidates) -> tuple[Pairs, bool]:
     need_steps = mode in ("unordered", "superset")
     need_calls = mode in ("unordered", "subset")
     return pairs, (not need_steps or len(pairs) == n) and (not need_calls or len(pairs) == m)
+
+
+def by_name(mode: str, cand: Candidates) -> Pairs | None:
+    """The pairs of a passing ``unordered``, ``superset`` or ``subset`` check whose steps are bare tool names (no
+    arguments, rule, result, error or group), without building candidate classes; None when that is not the case
+    or some step or call is left over (the general matching then reports it).
+
+    Bare names of one tool make one class whose candidates are that tool's calls, disjoint from every other
+    class's: the general matching pairs the class's steps in order with its calls in order, as here.
+    """
+    if mode not in ("unordered", "superset", "subset") or not cand.steps or not all(map(_bare, cand.steps)):
+        return None
+    taken: dict[str, int] = {}
+    pairs: Pairs = {}
+    for index, step in enumerate(cand.steps):
+        pool, k = cand.positions(step.name), taken.get(step.name, 0)
+        if k == len(pool):
+            return None
+        pairs[index] = pool[k]
+        taken[step.name] = k + 1
+    return pairs if mode == "superset" or len(pairs) == len(cand.calls) else None
+
+
+def _bare(step: Step) -> bool:
+    """Whether a step is a tool's name alone."""
+    return step.args is ANY_ARGS and step.args_mode is None and step.result is UNSET and step.error is None \
+        and step.group is None
 
 
 def _rising(calls: tuple[ToolCall, ...]) -> bool:
