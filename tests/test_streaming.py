@@ -19,7 +19,7 @@ from trajrun.run.prerun import prerun
 from trajrun.run.runner import run_paths
 from trajrun.run.validate import validate_paths
 from trajrun.suites import load as suite_load
-from trajrun.suites.load import load_suite, stream_suite
+from trajrun.suites.load import SuiteStream, load_suite, open_suite
 from trajrun.suites.model import Case
 from trajrun.yaml_core import YamlProblem, load_text
 from trajrun.yaml_items import Unsplittable, split_last_sequence
@@ -160,8 +160,8 @@ def test_example_suites_stream_the_cases_they_load(monkeypatch: pytest.MonkeyPat
         whole = load_suite(path)
         monkeypatch.setattr(suite_load, "STREAM_BYTES", 0)
         assert repr(load_suite(path)) == repr(whole)  # a large file is loaded from its stream
-        stream = stream_suite(path)
-        if stream is None:
+        stream = open_suite(path)
+        if not isinstance(stream, SuiteStream):
             continue
         try:
             cases = tuple(stream.cases)
@@ -194,8 +194,8 @@ def test_errors_of_a_streamed_file_are_those_of_the_whole(tmp_path: Path, monkey
     with pytest.raises(SuiteErrors) as whole:
         load_suite(path)
     monkeypatch.setattr(suite_load, "STREAM_BYTES", 0)
-    stream = stream_suite(path)
-    assert stream is not None
+    stream = open_suite(path)
+    assert isinstance(stream, SuiteStream)
     with pytest.raises(SuiteErrors) as streamed:
         list(stream.cases)
     assert [str(e) for e in streamed.value.errors] == [str(e) for e in whole.value.errors]

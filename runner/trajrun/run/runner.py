@@ -105,7 +105,7 @@ def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Re
     cache, names = SourceCache(), {}
     for path in files:
         try:
-            item, left_out = prerun(path, options, root, cache) or _planned(path, options, root)
+            item, left_out = prerun(path, options, root, cache)
         except LoadInterrupted as exc:
             progress.suites.append(exc.finished)
             raise
@@ -122,12 +122,6 @@ def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Re
         _run_plans(plans, options, reporter, progress, cache, judge, bulk)
     finally:
         judge.close()
-
-
-def _planned(path: Path, options: RunOptions, root: Path) -> tuple[Planned | SuiteResult, int]:
-    """One suite file loaded whole and its cases selected, or its load errors; with the number left out."""
-    loaded = load_one(path, options.variables, options.golden_root)
-    return plan(loaded, options, root) if isinstance(loaded, Suite) else (loaded, 0)
 
 
 def _run_plans(plans: list[Planned | SuiteResult], options: RunOptions, reporter: Reporter | None,

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import SourceError, SuiteError, SuiteErrors
 from ..sources import load_trajectory
 from ..sources.extras import unmet
-from ..suites.load import case_problems, load_suite, stream_suite
+from ..suites.load import SuiteStream, case_problems, open_suite
 from ..suites.model import Case, Source
 from ..yaml_items import Unsplittable
 from .plans import collect, nothing_found
@@ -37,14 +37,13 @@ def _file_problems(path: Path, variables: Mapping[str, Any], golden_root: Path |
                    read: dict[tuple[Any, ...], str | None]) -> list[str]:
     """The problems of one suite file's cases; a file that does not load raises ``SuiteErrors`` (its cases'
     problems are not reported then). A large file is checked case by case, never held whole."""
-    stream = stream_suite(path, variables, golden_root)
-    if stream is not None:
+    opened = open_suite(path, variables, golden_root)
+    if isinstance(opened, SuiteStream):
         try:
-            return [problem for case in stream.cases for problem in _case_problems(case, read)]
+            return [problem for case in opened.cases for problem in _case_problems(case, read)]
         except Unsplittable:
-            pass
-    suite = load_suite(path, variables, golden_root)
-    return [problem for case in suite.cases for problem in _case_problems(case, read)]
+            opened = opened.whole()
+    return [problem for case in opened.cases for problem in _case_problems(case, read)]
 
 
 def _case_problems(case: Case, read: dict[tuple[Any, ...], str | None]) -> list[str]:

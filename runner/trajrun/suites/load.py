@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,7 +25,7 @@ from .schema import schema_text
 from .templating import (MAX_CASES, case_name, expand_parametrize, has_templates, merge_defaults, render_tree,
                          variables)
 
-__all__ = ["load_suite", "stream_suite", "case_problems", "schema_text"]
+__all__ = ["load_suite", "open_suite", "case_problems", "schema_text"]
 
 TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "judge_defaults", "cases")
 CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
@@ -36,7 +36,7 @@ _NOT_RENDERED = ("source", "messages")
 MAX_SUITE_CASES = 100_000
 """The most cases one suite file may hold after ``parametrize`` (counted before any is built)."""
 STREAM_BYTES = 1 << 20
-"""Suite files of at least this size can be built one case at a time (``stream_suite``)."""
+"""Suite files of at least this size can be built one case at a time (``open_suite``)."""
 
 
 def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
@@ -44,16 +44,16 @@ def load_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
     """Load one suite file; ``variables`` are ``--var`` values (already parsed). Raises ``SuiteErrors``.
 
     Golden files must resolve inside the suite's project or ``golden_root``. A large file is built case by
-    case (``stream_suite``), so that its whole YAML node tree, several times the cases' size, never exists.
+    case (``open_suite``), so that its whole YAML node tree, several times the cases' size, never exists.
     """
+    opened = open_suite(path, variables, golden_root)
+    if isinstance(opened, Suite):
+        return opened
     with collector_paused():
-        stream = stream_suite(path, variables, golden_root)
-        if stream is not None:
-            try:
-                return dataclasses.replace(stream.suite, cases=tuple(stream.cases))
-            except Unsplittable:
-                pass
-        return _load_suite(str(path), Path(path), variables, golden_root)
+        try:
+            return dataclasses.replace(opened.suite, cases=tuple(opened.cases))
+        except Unsplittable:
+            return opened.whole()
 
 
 @dataclass(slots=True)
@@ -62,38 +62,44 @@ class SuiteStream:
 
     Iterating ends by raising ``SuiteErrors`` when the file has any error (a suite that cannot be
     loaded is dropped whole, cases already built included), or ``Unsplittable`` when the file must
-    be loaded whole after all (``load_suite`` then says exactly what it holds).
+    be loaded whole after all: ``whole()`` does that from the text already read, and says exactly what it holds.
     """
 
     suite: Suite
     cases: Iterator[Case]
+    whole: Callable[[], Suite]
 
 
-def stream_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
-                 golden_root: str | Path | None = None) -> SuiteStream | None:
-    """The cases of a large suite file (``STREAM_BYTES``) one at a time, so that they are never all held;
-    None when the file is small or laid out otherwise than with a block list of ``cases`` last (load it whole)."""
+def open_suite(path: str | Path, variables: Mapping[str, Any] | None = None,
+               golden_root: str | Path | None = None) -> Suite | SuiteStream:
+    """A suite file, read once: loaded whole, or when it is large (``STREAM_BYTES``) with a block list of
+    ``cases`` last, its cases one at a time so that they are never all held. Raises ``SuiteErrors``."""
     file, path = str(path), Path(path)
-    try:
-        if path.stat().st_size < STREAM_BYTES:
-            return None
+    with collector_paused():
         text = read_text(path, file)
-        with collector_paused():
-            split = split_last_sequence(text, "cases")
-    except (OSError, SuiteErrors, Unsplittable):  # load_suite reports what is wrong
-        return None
-    if split is None:
-        return None
+        try:
+            split = split_last_sequence(text, "cases") if len(text) >= STREAM_BYTES else None
+        except Unsplittable:  # the head does not parse cleanly: loading it whole says why
+            split = None
+        if split is None:
+            return _load_text(text, file, path, variables, golden_root)
     ctx = Ctx(file, split.head.marks)
     top = ctx.keys(split.head.data, TOP_KEYS, (), "at the top level")
     head = _Top(ctx, top, path, dict(variables or {}), golden_root, has_templates(text))
     suite = Suite(head.name, path, head.description, head.tags, (), ctx.loc(()), head.judge_defaults)
-    return SuiteStream(suite, head.streamed(split))
+    return SuiteStream(suite, head.streamed(split), lambda: _whole(text, file, path, variables, golden_root))
 
 
-def _load_suite(file: str, path: Path, variables: Mapping[str, Any] | None, golden_root: str | Path | None) -> Suite:
-    """``load_suite`` with the collector paused; ``file`` is the path as given, for messages."""
-    text = read_text(path, file)
+def _whole(text: str, file: str, path: Path, variables: Mapping[str, Any] | None,
+           golden_root: str | Path | None) -> Suite:
+    """``_load_text`` with the collector paused: a streamed file read whole after all."""
+    with collector_paused():
+        return _load_text(text, file, path, variables, golden_root)
+
+
+def _load_text(text: str, file: str, path: Path, variables: Mapping[str, Any] | None,
+               golden_root: str | Path | None) -> Suite:
+    """A suite file's text loaded whole (the collector paused by the caller); ``file`` is the path as given."""
     loaded, ctx = parse_document(text, file)
     top = loaded.data
     if not isinstance(top, dict):
