@@ -258,7 +258,7 @@ def test_a_streamed_file_holds_results_not_cases(tmp_path: Path, stream_every_fi
     write_runs(tmp_path)
     path = tmp_path / "a.suite.yaml"
     path.write_text("suite: held\ncases:\n" + "".join(case_lines(n) for n in range(50)))
-    held = prerun(path, RunOptions(expected_steps=False), tmp_path, SourceCache())
+    held = prerun(path, RunOptions(keep=frozenset()), tmp_path, SourceCache())
     assert held is not None
     planned, left_out = held
     gc.collect()

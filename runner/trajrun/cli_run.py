@@ -90,7 +90,7 @@ def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, ju
     options = RunOptions(opts["keyword"], opts["marker"], opts["exitfirst"], shard, _worker_count(opts["jobs"]),
                          parse_vars(opts["variables"]), opts["update_golden"], golden_root=folder(opts["golden_root"]),
                          judge=_judge_options(opts), bulk=_bulk_options(opts, spool),
-                         expected_steps=bool(json_file or html_file))
+                         keep=_kept(junit_xml, junit_system_out, json_file or html_file))
     console = sys.stderr if json_file == "-" else sys.stdout  # stdout carries the JSON report alone
     reporter = ConsoleReporter(console, verbosity=-1 if opts["quiet"] else opts["verbose"])
     try:
@@ -123,6 +123,18 @@ def _bulk_options(opts: dict[str, Any], records: Path | None) -> Any:
     if opts["scheduler"] and opts["engine"] != "dask":
         fail("--scheduler names a Dask scheduler; add --engine dask")
     return BulkOptions(opts["engine"], opts["scheduler"], records)
+
+
+def _kept(junit_xml: str | None, system_out: str, full: str | None) -> frozenset[str] | None:
+    """The outcomes whose results keep their trajectory and steps: every one for the JSON and HTML reports
+    (``full``), those JUnit's ``<system-out>`` shows, else none (the console prints only messages and details)."""
+    if full:
+        return None
+    if not junit_xml:
+        return frozenset()
+    from .reports.junit import SHOWN  # deferred: start-up time
+
+    return SHOWN[system_out]
 
 
 def _records_spool(opts: dict[str, Any]) -> Path | None:

@@ -22,7 +22,8 @@ SYSTEM_OUT = ("failed", "all", "none")
 """Which cases carry their actual steps in ``<system-out>``: ``failed`` (failed, erred, xpassed), every one, none."""
 MESSAGE_WIDTH = 300
 """Past this many characters a ``message`` attribute is cut (with ``…``); the body holds the whole text."""
-_SHOWN = {"failed": frozenset({"failed", "error", "xpassed"}), "all": None, "none": frozenset()}
+SHOWN = {"failed": frozenset({"failed", "error", "xpassed"}), "all": None, "none": frozenset()}
+"""The outcomes each ``SYSTEM_OUT`` choice shows (``None``: every one)."""
 
 
 def render(run: RunResult, *, file_line: bool = False, hostname: str | None = None,
@@ -62,7 +63,7 @@ def _parts(run: RunResult, hostname: str | None, file_line: bool, system_out: st
     # platform.node() is socket.gethostname() without importing socket (3 ms of start-up; click loads platform)
     host = hostname if hostname is not None else platform.node()
     seen: set[tuple[str, str]] = set()
-    shown = _SHOWN[system_out]
+    shown = SHOWN[system_out]
     counts = [_counts(s, each) for s in run.suites]
     root = ET.Element("testsuites", {"name": "trajrun"})
     root.attrib.update({key: str(sum(c[key] for c in counts)) for key in ("tests", "failures", "errors")})
@@ -168,9 +169,9 @@ def _timestamp(moment: datetime) -> str:
 def _properties(suite: SuiteResult) -> ET.Element:
     """Suite-level figures: file, case count, tool calls, tokens and mean score where known."""
     figures: dict[str, object] = {"file": suite.file, "cases": len(suite.cases)}
-    trajectories = [c.trajectory for c in suite.cases if c.trajectory is not None]
-    if trajectories:
-        figures["tool_calls"] = sum(len(t.calls) for t in trajectories)
+    calls = [c.tool_calls for c in suite.cases if c.tool_calls is not None]
+    if calls:
+        figures["tool_calls"] = sum(calls)
     if suite.usage is not None:
         figures.update(suite.usage.to_dict())
     scores = [c.score for c in suite.cases if c.score is not None]

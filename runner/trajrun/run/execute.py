@@ -7,7 +7,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,17 +51,19 @@ def _reading(origin: str) -> Iterator[None]:
 
 
 class SourceCache:
-    """Reads each file source once per run, however many cases name it (errors are cached too)."""
+    """Reads each file source once per run, however many cases name it (errors are cached too). Sources of the
+    cases ``expect`` counted leave it once the last of those cases has read them (``done``); others stay."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[Any, ...], Trajectory | SourceError] = {}
+        self._uses: dict[tuple[Any, ...], int] = {}
 
     def trajectory(self, source: Source) -> Trajectory:
         """The trajectory of a file or inline source."""
         if source.file is None:
             with _reading("inline messages"):
                 return _read(source.messages, source, "inline messages")
-        key = (source.file, source.format, source.select, source.record, source.thread, source.checkpoint)
+        key = _cache_key(source)
         if key not in self._cache:
             try:
                 with _reading(str(source.file)):
@@ -75,6 +77,30 @@ class SourceCache:
         if isinstance(hit, SourceError):
             raise hit
         return hit
+
+    def expect(self, cases: Iterable[Case | Any]) -> None:
+        """Count the cases (others are ignored) that will read each file source."""
+        uses = self._uses
+        for case in cases:
+            if isinstance(case, Case) and (key := _cache_key(case.source)) is not None:
+                uses[key] = uses.get(key, 0) + 1
+
+    def done(self, case: Case | Any) -> None:
+        """A case ``expect`` counted has read its source: the last one drops it."""
+        key = _cache_key(case.source) if isinstance(case, Case) else None
+        if key is None or key not in self._uses:
+            return
+        self._uses[key] -= 1
+        if not self._uses[key]:
+            del self._uses[key]
+            self._cache.pop(key, None)
+
+
+def _cache_key(source: Source | None) -> tuple[Any, ...] | None:
+    """What makes two file sources the same read; ``None`` for a source the cache never reads (inline, live, bulk)."""
+    if source is None or source.file is None or source.each is not None or source.live:
+        return None
+    return (source.file, source.format, source.select, source.record, source.thread, source.checkpoint)
 
 
 def live_trajectory(source: Source, folder: Path) -> Trajectory:

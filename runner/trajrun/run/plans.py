@@ -17,7 +17,7 @@ from ..suites.model import SUITE_SUFFIXES, Case, Suite
 from .bulk import BulkOptions, BulkSession, is_bulk, pending_result
 from .execute import PendingCase, SourceCache, start_case
 from .judge import Judge, JudgeOptions
-from .results import CaseResult, SuiteResult
+from .results import CaseResult, SuiteResult, lean
 from .selection import in_shard, keyword_matcher, marker_matcher
 
 JUDGE_AHEAD = 64
@@ -43,9 +43,10 @@ class RunOptions:
     golden_root: Path | None = None
     judge: JudgeOptions = field(default_factory=JudgeOptions)
     bulk: BulkOptions = field(default_factory=BulkOptions)
-    expected_steps: bool = True
-    """Whether results keep each case's expected steps, which only the JSON and HTML reports show: a large file
-    streamed without them holds its results alone, not its cases (``prerun``)."""
+    keep: frozenset[str] | None = None
+    """The outcomes whose results keep their trajectory and the steps and calls their steps check holds, which the
+    reports asked for show (``None``: every outcome, for the JSON and HTML reports; JUnit's ``<system-out>`` shows
+    some). The other results are ``lean``: a run holds its results, not its cases' runs (``prerun`` too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,26 +174,28 @@ def stops(case: CaseResult) -> bool:
 
 def case_results(item: Planned, cache: SourceCache, update_golden: bool, exitfirst: bool,
                   skip: int = 0, judge: Judge | None = None, ahead: int = JUDGE_AHEAD,
-                  bulk: BulkSession | None = None) -> Iterator[CaseResult]:
+                  bulk: BulkSession | None = None, keep: frozenset[str] | None = None) -> Iterator[CaseResult]:
     """Run a suite's selected cases in order (from the ``skip``-th), yielding each result as it is done;
     with ``exitfirst``, stop after the first that fails. Without ``bulk`` (a ``-j`` worker), bulk cases give
-    stand-ins that the parent runs."""
+    stand-ins that the parent runs. Results are ``lean`` but for the outcomes in ``keep``."""
     share = [Planned(item.suite, item.cases[skip:])]
-    for _, result in pipeline(share, cache, judge, update_golden, exitfirst, ahead=ahead, bulk=bulk):
+    for _, result in pipeline(share, cache, judge, update_golden, exitfirst, ahead=ahead, bulk=bulk, keep=keep):
         yield result
 
 
 def pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge: Judge | None, update_golden: bool,
-              exitfirst: bool, start: Callable[[int], None] | None = None,
-              ahead: int = JUDGE_AHEAD, bulk: BulkSession | None = None) -> Iterator[tuple[int, CaseResult]]:
-    """Run the plans' cases, yielding ``(plan index, result)`` in order; with ``exitfirst``, stop after the first
-    that fails. ``start`` hears of each plan's index as its cases start.
+              exitfirst: bool, start: Callable[[int], None] | None = None, ahead: int = JUDGE_AHEAD,
+              bulk: BulkSession | None = None, keep: frozenset[str] | None = None) -> Iterator[tuple[int, CaseResult]]:
+    """Run the plans' cases, yielding ``(plan index, result)`` in order, ``lean`` but for the outcomes in ``keep``;
+    with ``exitfirst``, stop after the first that fails. ``start`` hears of each plan's index as its cases start.
+    A file source leaves ``cache`` once the last of these cases naming it has read it.
 
     While a case waits for its judge, up to ``ahead`` later cases run, in later suite files too (none with
     ``exitfirst``, which must not start a case after a failure).
     """
     ahead = 0 if exitfirst else ahead
     pending: deque[tuple[int, PendingCase | Ran]] = deque()
+    cache.expect(case for item in plans if isinstance(item, Planned) for _, case in item.cases)
     for index, item in enumerate(plans):
         if isinstance(item, SuiteResult):
             continue
@@ -200,13 +203,14 @@ def pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge: 
             if start:
                 start(index)
             pending.append((index, _start(case, item.suite, cid, cache, update_golden, judge, bulk)))
+            cache.done(case)
             while pending and (pending[0][1].done() or len(pending) > ahead):
-                done, case_result = pending[0][0], pending.popleft()[1].result()
+                done, case_result = pending[0][0], lean(pending.popleft()[1].result(), keep)
                 yield done, case_result
                 if exitfirst and stops(case_result):
                     return
     while pending:
-        done, case_result = pending[0][0], pending.popleft()[1].result()
+        done, case_result = pending[0][0], lean(pending.popleft()[1].result(), keep)
         yield done, case_result
 
 

@@ -9,7 +9,6 @@ with a load error is still dropped whole, the results of its cases with it.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from ..suites.model import Case
 from ..yaml_items import Unsplittable
 from .execute import SourceCache, run_case
 from .plans import Planned, RunOptions, plan, selector, stops, suite_id
-from .results import CaseResult, SuiteResult
+from .results import CaseResult, SuiteResult, lean
 
 
 class LoadInterrupted(KeyboardInterrupt):
@@ -67,7 +66,7 @@ def _streamed(stream: SuiteStream, path: Path, options: RunOptions, root: Path,
                 began = time.perf_counter()
                 result = run_case(case, suite, cid, cache)
                 spent += time.perf_counter() - began
-                chosen.append((cid, result if options.expected_steps else _without_steps(result)))
+                chosen.append((cid, lean(result, options.keep)))
                 stopped = options.exitfirst and stops(result)
     except KeyboardInterrupt:  # an interrupted run still reports every case that finished
         finished = tuple(result for _, result in chosen if isinstance(result, CaseResult))
@@ -81,13 +80,3 @@ def _reads_files_only(case: Case) -> bool:
     if case.expect.judge is not None or source is None or source.each is not None or source.live:
         return False
     return source.file is not None or source.messages is not None
-
-
-def _without_steps(result: CaseResult) -> CaseResult:
-    """The result without the case's expected steps, which the steps report holds for the JSON and HTML reports
-    alone: kept, they would keep most of every case built."""
-    evaluation = result.evaluation
-    if evaluation is None or not getattr(evaluation.steps, "expected_steps", None):
-        return result
-    steps = dataclasses.replace(evaluation.steps, expected_steps=())
-    return dataclasses.replace(result, evaluation=dataclasses.replace(evaluation, steps=steps))

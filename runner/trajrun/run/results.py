@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -34,12 +35,36 @@ class CaseResult:
     notes: tuple[str, ...] = ()
     bulk: Any = None
     """A bulk case's ``BulkSummary`` (counts, failures by check, worst records); ``None`` for other cases."""
+    tool_calls: int | None = None
+    """How many tool calls the run made (``None``: no trajectory was read), and its token ``usage``: what the
+    reports' totals need, kept when a lean result drops the trajectory."""
+    usage: Usage | None = None
+
+    def __post_init__(self) -> None:
+        """Take ``tool_calls`` and ``usage`` from the trajectory when one is given without them."""
+        if self.trajectory is not None and self.tool_calls is None:
+            object.__setattr__(self, "tool_calls", len(self.trajectory.calls))
+            object.__setattr__(self, "usage", self.trajectory.usage)
 
     @property
     def actual_yaml(self) -> str | None:
         """The actual steps one line per call, for JUnit's ``<system-out>``: built only when a report shows it
         (by default for failing cases only; building it for every case cost a fifth of a 6,000-step run)."""
         return None if self.trajectory is None else compact_steps(self.trajectory)
+
+
+def lean(result: CaseResult, keep: frozenset[str] | None) -> CaseResult:
+    """The result without its trajectory and the steps and calls its steps check holds, unless a report shows them
+    for its outcome (``keep``; ``None``: every outcome, for the JSON and HTML reports). Held for every case of a
+    run they were most of its memory, and filling new memory is slower than reusing what the case before freed."""
+    steps = getattr(result.evaluation, "steps", None)
+    bulky = getattr(steps, "expected_steps", None) or getattr(steps, "actual_calls", None)
+    if keep is None or result.outcome in keep or (result.trajectory is None and not bulky):
+        return result
+    evaluation = result.evaluation
+    if bulky:
+        evaluation = dataclasses.replace(evaluation, steps=dataclasses.replace(steps, expected_steps=(), actual_calls=()))  # type: ignore[type-var]
+    return dataclasses.replace(result, evaluation=evaluation, trajectory=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +81,7 @@ class SuiteResult:
     @property
     def usage(self) -> Usage | None:
         """Token usage summed over the cases' runs that recorded usage."""
-        usages = [c.trajectory.usage for c in self.cases if c.trajectory and c.trajectory.usage]
+        usages = [c.usage for c in self.cases if c.usage]
         total = None
         for u in usages:
             total = u if total is None else total + u

@@ -90,7 +90,7 @@ def run_suite(suite: Suite, options: RunOptions | None = None) -> SuiteResult:
     judge, bulk = Judge(options.judge, root), BulkSession(options.bulk, min(options.jobs, worker_limit()))
     try:
         cases = list(case_results(planned, SourceCache(), options.update_golden, options.exitfirst, judge=judge,
-                                   bulk=bulk))
+                                   bulk=bulk, keep=options.keep))
     finally:
         judge.close()
         bulk.close()
@@ -152,7 +152,8 @@ def _run_plans(plans: list[Planned | SuiteResult], options: RunOptions, reporter
         opened.setdefault(index, ([], time.perf_counter(), datetime.now()))
 
     try:
-        for index, result in pipeline(plans, cache, judge, options.update_golden, options.exitfirst, start, bulk=bulk):
+        for index, result in pipeline(plans, cache, judge, options.update_golden, options.exitfirst, start, bulk=bulk,
+                                      keep=options.keep):
             close(index)
             opened[index][0].append(result)
             if reporter:

@@ -252,7 +252,8 @@ def _run_unit(unit: Unit, skip: int, options: RunOptions, root: Path, cache: Sou
     send(("plan", SuiteResult(item.name, str(item.path)), cases, left_out if part == 0 else 0))
     began = time.perf_counter()
     # no case runs ahead in a worker: if it dies, the parent blames the first case it has no result for
-    for result in case_results(share, cache, options.update_golden, options.exitfirst, skip, judge, ahead=0):
+    for result in case_results(share, cache, options.update_golden, options.exitfirst, skip, judge, ahead=0,
+                               keep=options.keep):
         send(("case", result))
     send(("end", time.perf_counter() - began))
 
