@@ -7,7 +7,7 @@ import gc
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from cli_helpers import invoke_in
@@ -27,11 +27,19 @@ cases:
 """
 
 
-class Watch:
-    """A reporter that counts the trajectories alive as each case is reported."""
+class Reads(NamedTuple):
+    """What the run read: each file read, and the ids of the trajectories made."""
 
-    def __init__(self) -> None:
+    files: list[str]
+    made: set[int]
+
+
+class Watch:
+    """A reporter that counts the trajectories read by this run (ids in ``made``) alive as each case is reported."""
+
+    def __init__(self, made: set[int]) -> None:
         self.alive: dict[str, int] = {}
+        self.made = made
 
     def start(self, total_cases: int) -> None:
         """Nothing to do before the first case."""
@@ -42,55 +50,58 @@ class Watch:
     def case_done(self, result: CaseResult) -> None:
         """Count the Trajectory objects alive now."""
         gc.collect()
-        self.alive[result.name] = sum(isinstance(o, Trajectory) for o in gc.get_objects())
+        self.alive[result.name] = sum(isinstance(o, Trajectory) and id(o) in self.made for o in gc.get_objects())
 
     def finish(self, run: RunResult) -> None:
         """Nothing to do after the last case."""
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Two message files and a suite naming one of them twice; returns the list of file reads, filled as the run goes."""
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Reads:
+    """Two message files and a suite naming one of them twice; the files read and the ids of the trajectories made,
+    filled as the run goes (ids, not the objects, which would keep them alive)."""
     for name in ("run.json", "other.json"):
         (tmp_path / name).write_text(json.dumps(MESSAGES), encoding="utf-8")
     (tmp_path / "t.suite.yaml").write_text(SUITE, encoding="utf-8")
-    reads: list[str] = []
+    reads = Reads([], set())
     real = execute.load_trajectory
 
     def counting(path: Any, **kwargs: Any) -> Trajectory:
-        reads.append(Path(path).name)
-        return real(path, **kwargs)
+        reads.files.append(Path(path).name)
+        made = real(path, **kwargs)
+        reads.made.add(id(made))
+        return made
 
     monkeypatch.setattr(execute, "load_trajectory", counting)
     return reads
 
 
-def test_a_source_is_read_once_and_let_go_after_its_last_case(tmp_path: Path, project: list[str]) -> None:
+def test_a_source_is_read_once_and_let_go_after_its_last_case(tmp_path: Path, project: Reads) -> None:
     """run.json stays cached from case a to case c, other.json only while b runs; lean results hold none."""
-    watch = Watch()
+    watch = Watch(project.made)
     run = run_paths([tmp_path / "t.suite.yaml"], RunOptions(root=tmp_path, keep=frozenset()), watch)
-    assert sorted(project) == ["other.json", "run.json"]
+    assert sorted(project.files) == ["other.json", "run.json"]
     assert watch.alive == {"a": 1, "b": 1, "c": 0}
     assert [(c.outcome, c.trajectory, c.tool_calls) for c in run.cases] == [("passed", None, 1), ("passed", None, 1),
                                                                             ("failed", None, 1)]
 
 
-def test_results_keep_their_trajectory_for_the_outcomes_kept(tmp_path: Path, project: list[str]) -> None:
+def test_results_keep_their_trajectory_for_the_outcomes_kept(tmp_path: Path, project: Reads) -> None:
     """Keeping failed cases' runs (JUnit's default ``<system-out>``): only c's; keeping every one: both files'."""
-    watch = Watch()
+    watch = Watch(project.made)
     run = run_paths([tmp_path / "t.suite.yaml"], RunOptions(root=tmp_path, keep=frozenset({"failed"})), watch)
     assert [c.trajectory is not None for c in run.cases] == [False, False, True]
     assert watch.alive["c"] == 1
     del run  # its case c holds a trajectory
-    watch = Watch()
+    watch = Watch(project.made)
     run = run_paths([tmp_path / "t.suite.yaml"], RunOptions(root=tmp_path), watch)
     assert all(c.trajectory is not None and c.evaluation.steps.actual_calls for c in run.cases)  # type: ignore[union-attr]
     assert watch.alive == {"a": 1, "b": 2, "c": 2}  # a and c share run.json's trajectory
-    assert sorted(project) == ["other.json", "other.json", "run.json", "run.json"]
+    assert sorted(project.files) == ["other.json", "other.json", "run.json", "run.json"]
 
 
 @pytest.mark.parametrize("system_out", ["failed", "none", "all"])
-def test_junit_is_the_same_whatever_the_results_keep(tmp_path: Path, project: list[str], system_out: str) -> None:
+def test_junit_is_the_same_whatever_the_results_keep(tmp_path: Path, project: Reads, system_out: str) -> None:
     """The JUnit file written alone (lean results) equals the one written beside the JSON report (full results),
     the suite's tool call and token totals and the failing case's actual steps included."""
     reports = []
