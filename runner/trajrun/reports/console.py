@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from collections.abc import Mapping
 from typing import TextIO
@@ -172,7 +171,7 @@ class ConsoleReporter:
         self.stream = stream
         self.verbosity = verbosity
         self.color = use_color(stream, color)
-        self.width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if _isatty(stream) else DEFAULT_WIDTH
+        self.width = _terminal_width() if _isatty(stream) else DEFAULT_WIDTH
         self.total = 0
         self.done = 0
         self.progress = False
@@ -284,3 +283,10 @@ class ConsoleReporter:
         flush = getattr(self.stream, "flush", None)
         if flush:
             flush()
+
+
+def _terminal_width() -> int:
+    """The terminal's width (``COLUMNS`` first, as shutil reads it)."""
+    import shutil  # deferred: start-up time; shutil loads bz2 and lzma, and a run on CI has no terminal
+
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns

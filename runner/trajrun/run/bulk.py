@@ -16,18 +16,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import SuiteErrors, TrajrunError
 from ..match.expectation import Expectation
 from ..match.verdict import CheckFailure, Evaluation
-from ..sources.records import files_of, partitions
 from ..suites.golden import load_golden
 from ..suites.model import Case, Suite
-from .bulk_eval import BulkSpec, evaluate_documents
-from .bulk_results import Aggregate, BulkSummary
 from .execute import PendingCase
 from .results import CaseResult
+
+if TYPE_CHECKING:
+    from .bulk_results import BulkSummary
 
 PENDING = "bulk-pending"
 """The ``check_type`` of a bulk case's stand-in result from a ``-j`` worker; the parent then runs the case."""
@@ -79,6 +79,10 @@ class BulkSession:
 
     def run(self, case: Case, suite: Suite, case_id: str) -> CaseResult:
         """Evaluate a bulk case over every record of its source; a problem is the case's error, never a crash."""
+        from ..sources.records import files_of, partitions  # deferred: start-up time of runs without bulk cases
+        from .bulk_eval import BulkSpec  # deferred: as above
+        from .bulk_results import Aggregate  # deferred: as above
+
         started = time.perf_counter()
         base = CaseResult(case_id, suite.name, case.name, str(suite.path), case.loc.line, "error", check_type="error")
         source = case.source
@@ -187,6 +191,9 @@ def evaluate_bulk(case: Case | Expectation, documents: Any, *, format: str | Non
 
     A case lends its source's ``format``, ``select`` and ``id`` and its ``pass_rate``; the keywords win.
     """
+    from .bulk_eval import BulkSpec, evaluate_documents  # deferred: start-up time of runs without bulk cases
+    from .bulk_results import Aggregate  # deferred: as above
+
     source = case.source if isinstance(case, Case) else None
     expect = _expectation(case) if isinstance(case, Case) else case
     spec = BulkSpec(expect, "record", format or (source.format if source else "auto"),

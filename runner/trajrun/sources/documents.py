@@ -24,7 +24,6 @@ Sources are untrusted input, so reading them is bounded:
 from __future__ import annotations
 
 import functools
-import gzip
 import io
 import json
 import operator
@@ -138,7 +137,12 @@ def document_kind(path: Path) -> tuple[str, bool]:
 
 def _open(path: Path, zipped: bool, limit: int | None) -> IO[str]:
     """The file as UTF-8 text, decompressing gzip on the fly; more than ``limit`` bytes raise ``_TooLarge``."""
-    raw = gzip.open(path, "rb") if zipped else path.open("rb")
+    if zipped:
+        import gzip  # deferred: start-up time, for the runs that read no .gz file
+
+        raw: IO[bytes] = gzip.open(path, "rb")
+    else:
+        raw = path.open("rb")
     return io.TextIOWrapper(io.BufferedReader(_Capped(raw, limit)), encoding="utf-8")
 
 

@@ -1,4 +1,5 @@
-"""The names of the formats trajrun reads, in the order detection tries them (first fit wins)."""
+"""The names sources take: the formats trajrun reads, in the order detection tries them (first fit wins), and what
+one record of a bulk source is. Apart from the readers, so naming them (the CLI's choices, suite keys) loads none."""
 
 from __future__ import annotations
 
@@ -7,3 +8,5 @@ FORMATS: tuple[str, ...] = (
     "openai",
 )
 """Every reader's name; a ``format:`` key takes one of these or ``auto``."""
+EACH: tuple[str, ...] = ("record", "file", "trace")
+"""What one record of a bulk source (``each``) is: a JSONL line or list item, a whole file, an OpenTelemetry trace."""

@@ -26,8 +26,6 @@ from .documents import apply_select, document_kind, parse_json, parse_yaml
 from .otel_spans import NotOneRun, trace_groups
 from .streams import Lost, expand, gunzip_chunks, is_url, lines, open_binary, raw_chunks, size_of
 
-EACH = ("record", "file", "trace")
-"""What one record of a bulk source is: a JSONL line or list item, a whole file, an OpenTelemetry trace."""
 SPLIT_BYTES = 32 << 20
 """An uncompressed JSONL file larger than this is split into byte ranges of about this size."""
 _SIMPLE_PATH = re.compile(r"^\$(\.[A-Za-z_][A-Za-z0-9_]*)+$")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SuiteError
-from ..sources.records import EACH
+from ..sources.formats import EACH
 from ..sources.streams import expand, has_glob, is_url
 from ..yaml_core import Path as KeyPath
 from .document import Ctx
