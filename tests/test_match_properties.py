@@ -13,9 +13,9 @@ from trajrun.match.values import compare_value
 from trajrun.trajectory import ToolCall, Trajectory
 
 NAMES = ["search", "book", "pay"]
-VALUES = [1, 1.0, 2, True, "a", None]
+VALUES = [1, 1.0, 2, True, "a", "b", None]
 ARGS = st.dictionaries(st.sampled_from(["x", "y"]), st.sampled_from(VALUES), max_size=2)
-CALL = st.tuples(st.sampled_from(NAMES[:2]) | st.sampled_from(NAMES), ARGS)
+CALL = st.tuples(st.sampled_from(NAMES[:2]) | st.sampled_from(NAMES), ARGS | st.just("a"))  # "a": undecoded text
 
 
 @st.composite
@@ -34,7 +34,9 @@ def compatible(step: Step, call: ToolCall, rule: str) -> bool:
     """The plain definition of a step matching a call."""
     if step.name != call.name:
         return False
-    return step.args is ANY_ARGS or rule == "ignore" or compare_value(step.args, call.args, rule)
+    if step.args is ANY_ARGS or rule == "ignore":
+        return True
+    return compare_value(step.args, call.args, rule) if isinstance(call.args, dict) else False
 
 
 def assignments(n: int, m: int, ok: list[list[bool]]) -> Iterator[tuple[int | None, ...]]:

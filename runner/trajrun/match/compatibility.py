@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from enum import Enum
 from itertools import chain, compress, repeat
-from operator import attrgetter, ne
+from operator import attrgetter, eq, ne
 from typing import Any, Hashable
 
 from ..trajectory import ToolCall, Trajectory
@@ -37,6 +37,8 @@ _PLAIN = (None, UNSET, None)
 _DICT_ONLY = frozenset({dict})
 _RAW = "\x00raw"
 _UNSET_SPEC = "\x00unset"
+_ABSENT = object()
+_NOT_MAP = object()
 
 
 class StepTest(Enum):
@@ -80,9 +82,11 @@ class Candidates:
         self._class_key: list[Hashable | None] = []
         self._names: list[str] | None = None
         self._by_name: dict[str, list[int]] = {}
+        self._grouped = False
         self._keys: dict[int, Hashable] = {}
         self._exact: dict[str, dict[Hashable, list[int]]] = {}
         self._key_index: dict[tuple[str, str], tuple[dict[Hashable, list[int]], list[int]]] = {}
+        self._key_values: dict[tuple[str, str], list[Any]] = {}
         self._lists: dict[int, list[int]] = {}
         self._sets: dict[int, set[int]] = {}
         self._turns: dict[int, dict[int, list[int]]] = {}
@@ -256,14 +260,26 @@ class Candidates:
     def positions(self, name: str) -> list[int]:
         """The positions of one tool's calls, ascending, found once per tool.
 
-        A scan per tool named by a step, at C speed, beats grouping every call by name in Python:
-        steps name few tools (a policy over logs often one), and grouping cost a third of its check.
+        The first tool asked for is found by a scan at C speed: a policy over logs often names one tool, and
+        grouping every call by name in Python cost a third of its check. The second groups every call at once,
+        which costs less than a scan per tool from the third on.
         """
         found = self._by_name.get(name)
         if found is None:
-            if self._names is None:
-                self._names = [call.name for call in self.calls]
-            found = self._by_name[name] = list(compress(range(len(self._names)), map(name.__eq__, self._names)))
+            names = self._names
+            if names is None:
+                names = self._names = list(map(_NAME, self.calls))
+                found = list(compress(range(len(names)), map(name.__eq__, names)))
+            elif not self._grouped:
+                groups: dict[str, list[int]] = {}
+                for pos, called in enumerate(names):
+                    groups.setdefault(called, []).append(pos)
+                self._by_name.update(groups)
+                self._grouped = True
+                found = groups.get(name, [])
+            else:
+                found = []
+            self._by_name[name] = found
         return found
 
     def _compute(self, step: Step, rule: ArgRule, key: Hashable | None) -> list[int]:
@@ -308,13 +324,37 @@ class Candidates:
         for key, value in args.items():
             if key in named or not _indexable(value, rule.mode):
                 continue
-            values, absent = self._index(step.name, key)
-            bucket = values.get(canon(value), [])
-            if rule.mode == "subset" and absent:
-                bucket = sorted(bucket + absent)
+            bucket = self._with_value(step.name, key, value, rule.mode == "subset")
             if len(bucket) < len(best):
                 best = bucket
         return best
+
+    def _with_value(self, name: str, key: str, value: Any, or_absent: bool) -> list[int]:
+        """The calls of one tool whose ``key`` can hold ``value`` (with ``or_absent``, and those without ``key``).
+
+        A string is looked for by a scan at C speed over the tool's values of ``key``: a tool has few steps, and
+        indexing every call's value by its canonical key cost more than their scans. Other values use the index.
+        """
+        if type(value) is not str:
+            values, absent = self._index(name, key)
+            bucket = values.get(canon(value), [])
+            return sorted(bucket + absent) if or_absent and absent else bucket
+        pool, held = self.positions(name), self._values(name, key)
+        if or_absent:
+            return [pos for pos, got in zip(pool, held) if got is _ABSENT or got == value]
+        return list(compress(pool, map(eq, held, repeat(value))))
+
+    def _values(self, name: str, key: str) -> list[Any]:
+        """Each call of one tool's value of ``key`` (``_ABSENT`` without it, ``_NOT_MAP`` for arguments not a map)."""
+        found = self._key_values.get((name, key))
+        if found is None:
+            args = list(map(_ARGS, map(self.calls.__getitem__, self.positions(name))))
+            if set(map(type, args)) <= _DICT_ONLY:  # the usual case, at C speed
+                found = list(map(dict.get, args, repeat(key), repeat(_ABSENT)))
+            else:
+                found = [a.get(key, _ABSENT) if isinstance(a, dict) else _NOT_MAP for a in args]
+            self._key_values[(name, key)] = found
+        return found
 
     def _index(self, name: str, key: str) -> tuple[dict[Hashable, list[int]], list[int]]:
         """Calls of one tool by the canonical value of one argument key (and those without it)."""
