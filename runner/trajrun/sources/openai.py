@@ -18,30 +18,34 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read Chat Completions messages; every item needs a ``role``. The generic last resort of detection."""
     messages, usage = _messages(doc)
     builder = Builder(details)
-    result, add = builder.result, builder.call
+    names, raws, ids, turns, pending = builder.columns()  # appended to in step, as builder.call and .result do
+    add_name, add_raw, add_id, add_turn, add_result = names.append, raws.append, ids.append, turns.append, pending.append
     for i, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
         if role == "tool":
-            result(message.get("content"), message.get("tool_call_id"), message.get("name"))
+            add_result((message.get("content"), message.get("tool_call_id"), message.get("name"), None, len(names)))
         elif role == "assistant":
             content = message.get("content")
-            builder.turn(text_of(content) if content else None)
+            turn = builder.turn(text_of(content) if content else None)
             calls = message.get("tool_calls")
             if calls and not isinstance(calls, (list, tuple)):
                 raise NotThisFormat(f"item {i} has 'tool_calls' that is not a list")
             for call in calls or ():
                 spec = call.get("function") if type(call) is dict else None
                 if type(spec) is dict and "arguments" in spec:
-                    add(spec.get("name"), spec["arguments"], call.get("id"))
+                    add_name(spec.get("name"))
+                    add_raw(spec["arguments"])
+                    add_id(call.get("id"))
+                    add_turn(turn)
                 else:
-                    _call(add, call)
+                    _call(builder.call, call)
             legacy = message.get("function_call")
             if isinstance(legacy, dict):
                 builder.call(legacy.get("name"), legacy.get("arguments"))
         elif not isinstance(role, str):
             raise NotThisFormat(f"item {i} has no 'role'")
         elif role == "function":
-            result(message.get("content"), None, message.get("name"))
+            builder.result(message.get("content"), None, message.get("name"))
     return builder.finish(FORMAT, usage)
 
 
