@@ -14,6 +14,7 @@ from cli_helpers import invoke_in
 from trajrun.run import execute
 from trajrun.run.results import CaseResult, RunResult, SuiteResult
 from trajrun.run.runner import RunOptions, run_paths
+from trajrun.suites.model import Source
 from trajrun.trajectory import Trajectory
 
 MESSAGES = [{"role": "assistant", "content": "", "tool_calls": [
@@ -116,3 +117,16 @@ def test_junit_is_the_same_whatever_the_results_keep(tmp_path: Path, project: Re
     assert reports[0] == reports[1]
     assert '<property name="tool_calls" value="3" />' in reports[0]
     assert reports[0].count("<system-out>") == {"failed": 1, "none": 0, "all": 3}[system_out]
+
+
+def test_uncounted_sources_keep_the_ones_used_last(tmp_path: Path, project: Reads,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sources no one counted (a streamed file's cases, pytest's): the ``UNCOUNTED_KEPT`` used last stay cached,
+    an older one is read again when named again."""
+    monkeypatch.setattr(execute, "UNCOUNTED_KEPT", 2)
+    (tmp_path / "third.json").write_text(json.dumps(MESSAGES), encoding="utf-8")
+    cache = execute.SourceCache()
+    for name in ("run.json", "other.json", "run.json", "third.json", "run.json", "other.json"):
+        assert cache.trajectory(Source(file=tmp_path / name)).calls[0].name == "search"
+    # other.json was used longest ago when third.json came: read again; run.json, used since, was not
+    assert project.files == ["run.json", "other.json", "third.json", "other.json"]

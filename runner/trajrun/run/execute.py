@@ -50,13 +50,19 @@ def _reading(origin: str) -> Iterator[None]:
         raise ReaderCrash(exc, origin) from None
 
 
+UNCOUNTED_KEPT = 256
+"""How many sources of cases ``SourceCache.expect`` did not count (a streamed suite file's, pytest's) stay cached."""
+
+
 class SourceCache:
     """Reads each file source once per run, however many cases name it (errors are cached too). Sources of the
-    cases ``expect`` counted leave it once the last of those cases has read them (``done``); others stay."""
+    cases ``expect`` counted leave it once the last of those cases has read them (``done``); of the others, the
+    ``UNCOUNTED_KEPT`` used last stay, so memory stays bounded when no one knows which cases come next."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[Any, ...], Trajectory | SourceError] = {}
         self._uses: dict[tuple[Any, ...], int] = {}
+        self._recent: dict[tuple[Any, ...], None] = {}  # uncounted keys, least recently used first
 
     def trajectory(self, source: Source) -> Trajectory:
         """The trajectory of a file or inline source."""
@@ -73,10 +79,22 @@ class SourceCache:
                     )
             except SourceError as exc:
                 self._cache[key] = exc
+        if key not in self._uses:
+            self._used_uncounted(key)  # type: ignore[arg-type]
         hit = self._cache[key]
         if isinstance(hit, SourceError):
             raise hit
         return hit
+
+    def _used_uncounted(self, key: tuple[Any, ...]) -> None:
+        """Mark an uncounted source as used last; past ``UNCOUNTED_KEPT`` of them, drop the one used longest ago."""
+        recent = self._recent
+        recent.pop(key, None)
+        recent[key] = None
+        if len(recent) > UNCOUNTED_KEPT:
+            oldest = next(iter(recent))
+            del recent[oldest]
+            self._cache.pop(oldest, None)
 
     def expect(self, cases: Iterable[Case | Any]) -> None:
         """Count the cases (others are ignored) that will read each file source."""
@@ -94,6 +112,7 @@ class SourceCache:
         if not self._uses[key]:
             del self._uses[key]
             self._cache.pop(key, None)
+            self._recent.pop(key, None)
 
 
 def _cache_key(source: Source | None) -> tuple[Any, ...] | None:
