@@ -82,7 +82,6 @@ class CheckError(TrajrunError):
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_$][\w$-]*$")
 
 
-
 def format_path(path: tuple[str | int, ...]) -> str:
     """``('cases', 2, 'steps', 0)`` as ``cases[2].steps[0]``; odd keys are quoted (``tools["$.a.b"]``)."""
     out = ""
@@ -94,7 +93,6 @@ def format_path(path: tuple[str | int, ...]) -> str:
         else:
             out += f"[{json.dumps(part)}]"
     return out
-
 
 
 def kind(value: Any) -> str:
@@ -111,7 +109,6 @@ def kind(value: Any) -> str:
         noun = "list" if isinstance(value, list) else "map"
         return f"an empty {noun}" if not value else f"a {noun}"
     return type(value).__name__
-
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -18,27 +18,21 @@ from .errors import SourceError
 MAX_SOURCE_BYTES_VAR = "TRAJRUN_MAX_SOURCE_BYTES"
 
 
-
 DEFAULT_MAX_SOURCE_BYTES = 1 << 30
-
 
 
 REGEX_TIMEOUT_VAR = "TRAJRUN_REGEX_TIMEOUT"
 
 
-
 DEFAULT_REGEX_TIMEOUT = 1.0
-
 
 
 MAX_REGEX_ITEMS = 100_000
 
 
-
 def max_source_bytes() -> int:
     """``TRAJRUN_MAX_SOURCE_BYTES``, or 1 GiB when it is unset."""
     return int(env_number(MAX_SOURCE_BYTES_VAR, DEFAULT_MAX_SOURCE_BYTES, "a whole number of bytes", whole=True))
-
 
 
 def env_number(name: str, default: float, unit: str, whole: bool = False) -> float:
@@ -55,11 +49,9 @@ def env_number(name: str, default: float, unit: str, whole: bool = False) -> flo
     return value
 
 
-
 def regex_timeout() -> float:
     """``TRAJRUN_REGEX_TIMEOUT`` in seconds, or 1 when it is unset."""
     return env_number(REGEX_TIMEOUT_VAR, DEFAULT_REGEX_TIMEOUT, "a number of seconds")
-
 
 
 @functools.lru_cache(maxsize=1024)
@@ -83,7 +75,6 @@ def compile_regex(pattern: str) -> Any:
         raise re.error(str(exc)) from None
 
 
-
 def regex_search(compiled: Any, text: str) -> bool:
     """Whether ``compiled`` (from ``compile_regex``) is found in ``text``; ``TimeoutError`` past the time limit."""
     limit = regex_timeout()
@@ -93,16 +84,13 @@ def regex_search(compiled: Any, text: str) -> bool:
         raise TimeoutError(timeout_message(compiled.pattern, len(text), limit)) from None
 
 
-
 def timeout_message(pattern: str, length: int, limit: float) -> str:
     """What a regex that ran out of time did, and the two ways out."""
     return (f"regex {pattern!r} ran longer than the {limit:g} s limit on a string of {length:,} characters; "
             f"nested repeats like (a+)+ backtrack exponentially — simplify the pattern, or raise {REGEX_TIMEOUT_VAR}")
 
 
-
 _REGEX_TOKEN = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\{(\d+)(?:,(\d*))?\}|\{,(\d+)\}|.", re.DOTALL)
-
 
 
 def _unrolled_size(pattern: str) -> int:

@@ -39,7 +39,6 @@ class Nearest:
     note: str = ""
 
 
-
 @dataclass(frozen=True, slots=True)
 class StepsReport:
     """The steps check in detail: pairs, missing steps, unexpected calls, nearest candidates.
@@ -72,7 +71,6 @@ class StepsReport:
             "unexpected": [{"call": c, "actual": call_label(self.actual_calls[c])} for c in self.unexpected],
             "nearest": [{"step": n.step, "call": n.call, "diffs": list(n.diffs), "note": n.note} for n in self.nearest],
         }
-
 
 
 def build_report(expect: Expectation, cand: Candidates, pairs: Pairs, passed: bool, score: float, order_only: bool) -> StepsReport:

@@ -16,7 +16,6 @@ class CheckFailure:
     detail: str = ""
 
 
-
 @dataclass(frozen=True, slots=True)
 class JudgeVerdict:
     """What the LLM judge said about one run: a score from 0 to 1 and why, or why there is none.

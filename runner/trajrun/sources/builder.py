@@ -286,8 +286,6 @@ def _first_index(ids: list[Any]) -> dict[Any, int]:
 _UNHASHABLE = (list, dict)
 
 
-
-
 def _sum_usage(usages: list[Usage | None]) -> Usage | None:
     """The turns' usage summed; None when there are no turns or some turn has none."""
     if not usages or None in usages:

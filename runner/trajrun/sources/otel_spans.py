@@ -19,13 +19,10 @@ from .builder import NotThisFormat
 _HEX = frozenset("0123456789abcdef")
 
 
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-
 _FRACTION = re.compile(r"\.(\d+)")
-
 
 
 class NotOneRun(Exception):
@@ -35,7 +32,6 @@ class NotOneRun(Exception):
         """Keep the reason for the error message."""
         super().__init__(reason)
         self.reason = reason
-
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,7 +56,6 @@ class Span:
     def duration_ms(self) -> float | None:
         """How long the span took, in milliseconds, where its times were recorded."""
         return None if self.times is None else (self.times[1] - self.times[0]) / 1e6
-
 
 
 def _raw_spans(doc: Any) -> list[dict[str, Any]]:
@@ -88,7 +83,6 @@ def _raw_spans(doc: Any) -> list[dict[str, Any]]:
     return _some(spans)
 
 
-
 def refuses(doc: Any) -> bool:
     """Whether ``_raw_spans(doc)`` surely refuses, so the ``otel`` reader raises ``NotThisFormat`` before any
     ``NotOneRun``: a mapping neither an export nor a span with no ``spans`` or ``data`` list, an empty list, or a
@@ -102,17 +96,14 @@ def refuses(doc: Any) -> bool:
     return not (isinstance(head, dict) and _is_export(head)) and not _is_span(head)
 
 
-
 def _is_export(doc: dict[str, Any]) -> bool:
     """An OTLP ``ExportTraceServiceRequest`` (camelCase as OTLP/JSON, snake_case as protobuf field names)."""
     return isinstance(doc.get("resourceSpans", doc.get("resource_spans")), list)
 
 
-
 def _is_span(item: Any) -> bool:
     """A span mapping: it has a span id somewhere an exporter puts one."""
     return isinstance(item, dict) and _field(item, "spanId", "span_id", "context.span_id")[1] is not None
-
 
 
 def _export_spans(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -128,13 +119,11 @@ def _export_spans(doc: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-
 def _some(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The spans of OTLP documents, refusing none at all (an export of nothing is no run)."""
     if not spans:
         raise NotOneRun("an OTLP document with no spans: nothing to read as a run")
     return spans
-
 
 
 def _span(raw: dict[str, Any], index: int) -> Span:
@@ -166,7 +155,6 @@ def _times(raw: dict[str, Any]) -> tuple[int, int] | None:
     return (begun, ended) if begun is not None and ended is not None and ended >= begun else None
 
 
-
 def _field(raw: dict[str, Any], *names: str) -> tuple[str, Any]:
     """The first of ``names`` present (``a.b`` looks inside mapping ``a``): the name and its value."""
     for name in names:
@@ -178,11 +166,9 @@ def _field(raw: dict[str, Any], *names: str) -> tuple[str, Any]:
     return names[0], None
 
 
-
 def first(mapping: dict[str, Any], *keys: str) -> Any:
     """The value of the first key present."""
     return next((mapping[key] for key in keys if mapping.get(key) is not None), None)
-
 
 
 def _attributes(raw: Any) -> dict[str, Any]:
@@ -193,7 +179,6 @@ def _attributes(raw: Any) -> dict[str, Any]:
         return {}
     pairs = (kv for kv in raw if isinstance(kv, dict) and isinstance(kv.get("key"), str))
     return {kv["key"]: _any_value(kv.get("value")) for kv in pairs}
-
 
 
 def _any_value(value: Any) -> Any:
@@ -211,7 +196,6 @@ def _any_value(value: Any) -> Any:
     return None
 
 
-
 def _hex_id(raw: Any) -> str | None:
     """A trace or span id as lowercase hex: OTLP/JSON writes hex, protobuf's MessageToJson base64, the SDK ``0x…``."""
     if not isinstance(raw, str):
@@ -224,7 +208,6 @@ def _hex_id(raw: Any) -> str | None:
     except (binascii.Error, ValueError):
         return raw
     return data.hex() if len(data) in (8, 16) else raw
-
 
 
 def _start(raw: Any) -> int | None:
@@ -246,14 +229,12 @@ def _start(raw: Any) -> int | None:
     return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
 
 
-
 def _failed(raw: dict[str, Any], attrs: dict[str, Any]) -> bool:
     """Whether the status is ERROR (``2``, ``STATUS_CODE_ERROR``, ``StatusCode.ERROR``) or ``error.type`` is set."""
     status = raw.get("status")
     code = first(status, "code", "status_code") if isinstance(status, dict) else status
     code = raw.get("status_code") if code is None else code
     return code == 2 or (isinstance(code, str) and code.upper().endswith("ERROR")) or "error.type" in attrs
-
 
 
 def _ordered(spans: list[Span]) -> list[Span]:
@@ -263,7 +244,6 @@ def _ordered(spans: list[Span]) -> list[Span]:
         return tree
     rank = {span.index: i for i, span in enumerate(tree)}
     return sorted(spans, key=lambda span: (span.start, rank[span.index]))
-
 
 
 def _preorder(spans: list[Span]) -> list[Span]:
@@ -282,7 +262,6 @@ def _preorder(spans: list[Span]) -> list[Span]:
     return out + [span for span in spans if span.index not in seen]  # a cycle of parents: file order
 
 
-
 def _check_one_trace(spans: list[Span]) -> None:
     """Refuse several traces, naming them and the ``select`` that picks one."""
     traces = {span.trace_id: span.trace_ref for span in spans if span.trace_id is not None}
@@ -293,7 +272,6 @@ def _check_one_trace(spans: list[Span]) -> None:
     key, raw = refs[0]
     raise NotOneRun(f"the document holds {len(refs)} traces ({shown}) and a run is one trace; pick one with "
                     f"select: \"$..[?(@.{key} == '{raw}')]\"")  # fmt: skip
-
 
 
 def wall_ms(spans: list[Span]) -> float | None:

@@ -128,7 +128,6 @@ class Ctx:
         return value if problems else compiled
 
 
-
 def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
     """``isinstance`` types as a tuple."""
     return types if isinstance(types, tuple) else (types,)
