@@ -96,7 +96,7 @@ def test_results_keep_their_trajectory_for_the_outcomes_kept(tmp_path: Path, pro
     del run  # its case c holds a trajectory
     watch = Watch(project.made)
     run = run_paths([tmp_path / "t.suite.yaml"], RunOptions(root=tmp_path), watch)
-    assert all(c.trajectory is not None and c.evaluation.steps.actual_calls for c in run.cases)  # type: ignore[union-attr]
+    assert all(c.trajectory and c.evaluation.steps.actual_calls for c in run.cases)  # type: ignore[union-attr]
     assert watch.alive == {"a": 1, "b": 2, "c": 2}  # a and c share run.json's trajectory
     assert sorted(project.files) == ["other.json", "other.json", "run.json", "run.json"]
 

@@ -63,7 +63,8 @@ def lean(result: CaseResult, keep: frozenset[str] | None) -> CaseResult:
         return result
     evaluation = result.evaluation
     if bulky:
-        evaluation = dataclasses.replace(evaluation, steps=dataclasses.replace(steps, expected_steps=(), actual_calls=()))  # type: ignore[type-var]
+        slim = dataclasses.replace(steps, expected_steps=(), actual_calls=())  # type: ignore[type-var]
+        evaluation = dataclasses.replace(evaluation, steps=slim)  # type: ignore[type-var]
     return dataclasses.replace(result, evaluation=evaluation, trajectory=None)
 
 

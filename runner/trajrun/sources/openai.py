@@ -19,7 +19,8 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     messages, usage = _messages(doc)
     builder = Builder(details)
     names, raws, ids, turns, pending = builder.columns()  # appended to in step, as builder.call and .result do
-    add_name, add_raw, add_id, add_turn, add_result = names.append, raws.append, ids.append, turns.append, pending.append
+    add_name, add_raw, add_id, add_turn = names.append, raws.append, ids.append, turns.append
+    add_result = pending.append
     for i, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
         if role == "tool":
