@@ -143,6 +143,9 @@ def test_steps_by_name_alone_report_what_the_general_matching_reports(
         fast, slow = evaluate(expect, traj).steps, _general(expect, traj)
         assert fast == slow
         assert (fast.expected_steps, fast.actual_calls) == (slow.expected_steps, slow.actual_calls)
+        full, verdict = evaluate(expect, traj), evaluate(expect, traj, verdict_only=True)  # a bulk record's view
+        assert (verdict.failures, verdict.errors, verdict.score, verdict.message()) == \
+            (full.failures, full.errors, full.score, full.message())
 
 
 def test_accepts_agrees_with_candidate_lists() -> None:

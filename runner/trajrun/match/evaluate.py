@@ -18,19 +18,22 @@ from .steps_report import StepsReport, build_report
 from .verdict import CheckFailure, Evaluation
 
 
-def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True) -> Evaluation:
+def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
+             verdict_only: bool = False) -> Evaluation:
     """Evaluate every check of a case on one run.
 
     Failures come in check order (steps, never, before, calls, budget, latency, nodes, answer); checks
     that cannot be evaluated give a sentence in ``errors`` instead. ``shortcuts=False`` turns off
     the fast paths of the steps check (the equivalence tests compare both ways; the result is the same).
+    ``verdict_only`` (a bulk case keeps each record's outcome, checks, message and score alone): a steps check
+    that passes on tool names alone reports its mode, verdict and score, not its pairs and unpaired calls.
     """
     failures: list[CheckFailure] = []
     errors: list[str] = []
     report: StepsReport | None = None
     if expect.steps is not None:
         try:
-            report, failure = check_steps(expect, traj, shortcuts=shortcuts)
+            report, failure = check_steps(expect, traj, shortcuts=shortcuts, verdict_only=verdict_only)
         except CheckError as exc:
             errors.append(f"steps: {exc}")
         else:
@@ -40,15 +43,18 @@ def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True) -
     return Evaluation(tuple(failures), tuple(errors), report.score if report else None, report)
 
 
-def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True) -> tuple[StepsReport, CheckFailure | None]:
-    """Run the steps check; raises ``CheckError`` when it cannot be evaluated on this run."""
+def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
+                verdict_only: bool = False) -> tuple[StepsReport, CheckFailure | None]:
+    """Run the steps check (``verdict_only``: see ``evaluate``); raises ``CheckError`` when it cannot be evaluated
+    on this run."""
 
     _require_recorded(expect, traj)
     _require_ordered(expect)
     cand = Candidates(expect, traj, shortcuts=shortcuts)
     named = by_name(expect.mode, cand) if shortcuts and expect.threshold is None else None
     if named is not None:  # steps by tool name alone, as most policies over logs are, and they passed
-        return build_report(expect, cand, named, True, 1.0, False), None
+        return (StepsReport(expect.mode, True, 1.0) if verdict_only else
+                build_report(expect, cand, named, True, 1.0, False)), None
     pairs, mode_ok = pair(expect.mode, cand)
     total = None if mode_ok and expect.threshold is None else max_size(cand)
     score = 1.0 if total is None else f1(expect.mode, total, len(cand.steps), len(cand.calls))

@@ -99,7 +99,8 @@ def _verdict(spec: BulkSpec, record: Record, select: Any, name: Any,
     rid = _record_id(name, record.doc)
     try:
         doc = select(record.doc) if select is not None else record.doc
-        evaluation = evaluate(spec.expect, read_trajectory(doc, spec.format, origin="", details=details))
+        run = read_trajectory(doc, spec.format, origin="", details=details)
+        evaluation = evaluate(spec.expect, run, verdict_only=True)
     except TrajrunError as exc:
         return RecordResult(record.key, rid, "error", (), _one_line(f"source: {exc}")), []
     except Exception as exc:  # noqa: BLE001 - one record's trouble never stops the others
