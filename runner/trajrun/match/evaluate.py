@@ -8,6 +8,8 @@ per turn is optimal (taking more steps earlier never hurts later turns).
 
 from __future__ import annotations
 
+import functools
+
 from ..errors import CheckError
 from ..trajectory import Trajectory
 from .checks import OTHER_CHECKS
@@ -53,8 +55,7 @@ def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True
     cand = Candidates(expect, traj, shortcuts=shortcuts)
     named = by_name(expect.mode, cand) if shortcuts and expect.threshold is None else None
     if named is not None:  # steps by tool name alone, as most policies over logs are, and they passed
-        return (StepsReport(expect.mode, True, 1.0) if verdict_only else
-                build_report(expect, cand, named, True, 1.0, False)), None
+        return (_passed(expect.mode) if verdict_only else build_report(expect, cand, named, True, 1.0, False)), None
     pairs, mode_ok = pair(expect.mode, cand)
     total = None if mode_ok and expect.threshold is None else max_size(cand)
     score = 1.0 if total is None else f1(expect.mode, total, len(cand.steps), len(cand.calls))
@@ -65,6 +66,12 @@ def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True
     if passed:
         return report, None
     return report, CheckFailure("steps", report.summary, report.detail)
+
+
+@functools.cache
+def _passed(mode: str) -> StepsReport:
+    """A passing steps check's verdict alone, one per mode: immutable, so every record shares it."""
+    return StepsReport(mode, True, 1.0)
 
 
 def _require_ordered(expect: Expectation) -> None:
