@@ -57,9 +57,11 @@ def lean(result: CaseResult, keep: frozenset[str] | None) -> CaseResult:
     """The result without its trajectory and the steps and calls its steps check holds, unless a report shows them
     for its outcome (``keep``; ``None``: every outcome, for the JSON and HTML reports). Held for every case of a
     run they were most of its memory, and filling new memory is slower than reusing what the case before freed."""
+    if keep is None or result.outcome in keep:
+        return result
     steps = getattr(result.evaluation, "steps", None)
     bulky = getattr(steps, "expected_steps", None) or getattr(steps, "actual_calls", None)
-    if keep is None or result.outcome in keep or (result.trajectory is None and not bulky):
+    if result.trajectory is None and not bulky:
         return result
     evaluation = result.evaluation
     if bulky:
