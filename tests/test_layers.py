@@ -1,7 +1,7 @@
 """The package's layers: every import (at module level or inside a function) points down, and no module
 imports itself back through others.
 
-core (errors, files, limits, trajectory, yaml_core, yaml_items) → sources → match → suites → importers → run → reports → cli (cli_run, cli_shared), pytest_plugin.
+core (errors, files, frozen, limits, trajectory, yaml_core, yaml_items) → sources → match → suites → importers → run → reports → cli (cli_run, cli_shared), pytest_plugin.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import trajrun
 
 PACKAGE = Path(trajrun.__file__).parent
 LAYERS = ("core", "sources", "match", "suites", "importers", "run", "reports", "entry")
-CORE = ("trajrun.collector", "trajrun.errors", "trajrun.files", "trajrun.limits", "trajrun.trajectory", "trajrun.yaml_core",
+CORE = ("trajrun.collector", "trajrun.errors", "trajrun.files", "trajrun.frozen", "trajrun.limits", "trajrun.trajectory", "trajrun.yaml_core",
         "trajrun.yaml_items")
 ENTRY = ("trajrun", "trajrun.__main__", "trajrun.cli", "trajrun.cli_run", "trajrun.cli_shared", "trajrun.pytest_plugin")
 

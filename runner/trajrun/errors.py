@@ -5,11 +5,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Iterable
 
+from .frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class Location:
     """Where a value came from: a file, a 1-based line and column, and a key path like ``cases[2].steps[0]``."""
 

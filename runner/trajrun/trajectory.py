@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, NamedTuple, TypeVar
+
+from .frozen import frozen
 
 Row = TypeVar("Row", bound=tuple)  # type: ignore[type-arg]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Usage:
     """Token counts for a run: input includes cache reads and writes, output includes reasoning."""
 
@@ -88,7 +89,7 @@ def rows_as(cls: type[Row], rows: Iterable[tuple[Any, ...]]) -> tuple[Row, ...]:
 _TUPLE_NEW = tuple.__new__
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Trajectory:
     """An agent run as trajrun checks it.
 

@@ -22,6 +22,7 @@ from yaml.reader import Reader
 from yaml.scanner import Scanner
 
 from .collector import collector_paused
+from .frozen import frozen
 
 
 class PyParser(Reader, Scanner, _EventParser):
@@ -60,7 +61,7 @@ _SCALAR_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null")}
 _STR = _CORE + "str"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Pos:
     """A 1-based line and column in the file."""
 

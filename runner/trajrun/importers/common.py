@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import SuiteErrors, TrajrunError
 from ..files import atomic_write
+from ..frozen import frozen
 from ..suites.golden import dump_yaml, recorded_step
 from ..suites.load import load_suite
 from ..trajectory import ToolCall
@@ -32,7 +33,7 @@ class ImportProblem(TrajrunError):
     """An input file that cannot be imported at all: names the file, what was expected and found, and a fix."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SourceChoice:
     """Where the imported cases' runs come from: a ``python`` callable (``args`` come from each case's inputs)
     or one ``file`` path for all (``{case}`` in it replaced by each case's name), relative to ``folder``."""

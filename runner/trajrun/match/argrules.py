@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
 from ..errors import CheckError, exception_line
+from ..frozen import frozen
 from ..sources.documents import parse_jsonpath
 from .expectation import ANY_ARGS, Expectation, FieldRule, Step
 from .matchers import Approx
@@ -22,7 +22,7 @@ _SIMPLE_PATH = re.compile(r"^\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])+$")
 _SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ArgRule:
     """The argument rule in force for one step: a mode, field comparators, or a callable."""
 

@@ -8,12 +8,13 @@ objects where the suite wrote ``{$op: ...}`` maps (see ``trajrun.match.matchers.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Literal, Mapping, NamedTuple
 
 from ..errors import Location
+from ..frozen import frozen
 from ..trajectory import ToolCall, rows_as
 
 Mode = Literal["strict", "unordered", "subset", "superset", "in_order"]
@@ -82,7 +83,7 @@ _NAME = attrgetter("name")
 _ARGS = attrgetter("args")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FieldRule:
     """How one field compares, expected value against actual value."""
 
@@ -90,7 +91,7 @@ class FieldRule:
     tol: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ToolRule:
     """Per-tool argument rule.
 
@@ -106,7 +107,7 @@ class ToolRule:
     loc: Location | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CountBound:
     """Inclusive bounds on how often one tool is called."""
 
@@ -118,7 +119,7 @@ TOTAL = "total"
 """The ``latency`` entry that bounds the whole run's wall time rather than one tool's calls."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Budget:
     """Inclusive upper bounds on the whole run."""
 
@@ -127,7 +128,7 @@ class Budget:
     tokens: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JudgeSpec:
     """A case's ``judge:`` check, as data: a model scores the run against ``rubric`` from 0 to 1.
 
@@ -143,7 +144,7 @@ class JudgeSpec:
     alone: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Expectation:
     """Everything one case checks. ``steps`` is ``None`` when the case has no steps check."""
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import difflib
 import re
 from bisect import bisect_left, insort
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import accumulate, filterfalse
 from typing import Any
 
+from ..frozen import frozen
 from ..trajectory import ToolCall
 from .argrules import args_match
 from .compatibility import Candidates
@@ -29,7 +30,7 @@ MAX_DIFFS = 10
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 Row = tuple[int | None, int | None, str]
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Nearest:
     """The closest actual call to an unmatched expected step, and how it differs."""
 
@@ -39,7 +40,7 @@ class Nearest:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StepsReport:
     """The steps check in detail: pairs, missing steps, unexpected calls, nearest candidates.
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from ..frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class CheckFailure:
     """One failed check: ``check`` is its name (``steps``, ``never``, ...), ``summary`` a few words
     for the one-line message (``1 missing``), ``detail`` the human text (aligned table, fields)."""
@@ -16,7 +17,7 @@ class CheckFailure:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JudgeVerdict:
     """What the LLM judge said about one run: a score from 0 to 1 and why, or why there is none.
 
@@ -53,7 +54,7 @@ class JudgeVerdict:
                 "model": self.model, "cached": self.cached, "skipped": self.skipped, "error": self.error}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Evaluation:
     """The verdict of every check of one case on one trajectory.
 

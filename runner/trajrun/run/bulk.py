@@ -14,11 +14,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import SuiteErrors, TrajrunError
+from ..frozen import frozen
 from ..match.expectation import Expectation
 from ..match.verdict import CheckFailure, Evaluation
 from ..suites.golden import load_golden
@@ -33,7 +33,7 @@ PENDING = "bulk-pending"
 """The ``check_type`` of a bulk case's stand-in result from a ``-j`` worker; the parent then runs the case."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BulkOptions:
     """How bulk cases run: the engine, a Dask scheduler's address, where ``--records`` lines go, and (for tests)
     the size of a JSONL byte range."""

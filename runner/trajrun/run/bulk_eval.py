@@ -14,10 +14,10 @@ import json
 import re
 import traceback
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TrajrunError
+from ..frozen import frozen
 from ..match.evaluate import evaluate
 from ..match.expectation import Expectation
 from ..sources import read_trajectory
@@ -29,7 +29,7 @@ BATCH = 2_000
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BulkSpec:
     """What evaluating a partition needs, the same on every worker (it is pickled to Dask workers)."""
 

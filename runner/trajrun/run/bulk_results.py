@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
+from ..frozen import frozen
+
 WORST = 20
 """How many failing records a bulk case's report lists (the first ones, in record order)."""
 LABELLED = ("never", "before")
@@ -89,7 +91,7 @@ class Tally:
         return self.passed + self.failed + self.error
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BulkSummary:
     """A bulk case's verdict over every record: counts, failures per check, the first failing records, the mean
     score, the share that must pass, and where the per-record lines went (``records_file``, byte span)."""

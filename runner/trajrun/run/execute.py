@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError, SuiteErrors, TrajrunError, exception_line, exception_trace
+from ..frozen import frozen
 from ..match.evaluate import evaluate
 from ..match.expectation import Expectation
 from ..match.verdict import CheckFailure, Evaluation, JudgeVerdict
@@ -156,7 +157,7 @@ def _read(doc: Any, source: Source, origin: str) -> Trajectory:
     return read_trajectory(doc, source.format, origin=origin)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@frozen
 class Attempt:
     """One evaluation of a case on one run of its source."""
 

@@ -16,13 +16,14 @@ import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TrajrunError, exception_line
 from ..files import FileWriteError, atomic_write
+from ..frozen import frozen
 from ..match.expectation import ANY_ARGS, JudgeSpec, Step
 from ..match.values import render_value
 from ..match.verdict import JudgeVerdict
@@ -62,7 +63,7 @@ class JudgeProblem(TrajrunError):
     answer does not read."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JudgeOptions:
     """How a run treats ``judge:`` checks: ``--no-judge``, ``--judge-cache DIR`` (``None``: no cache) and
     ``--judge-concurrency N``. ``backoff`` is the pause before the first retry in seconds (doubling, jittered)."""
@@ -73,7 +74,7 @@ class JudgeOptions:
     backoff: float = 1.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Endpoint:
     """Where one judge request goes and how: the case's model, else the suite's ``judge_defaults``, else the
     environment."""

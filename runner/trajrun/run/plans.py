@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import SuiteErrors, TrajrunError
+from ..frozen import frozen
 from ..suites.load import load_suite
 from ..suites.model import SUITE_SUFFIXES, Case, Suite
 from .bulk import BulkOptions, BulkSession, is_bulk, pending_result
@@ -28,7 +29,7 @@ class UsageError(TrajrunError):
     """A wrong command line (a path that does not exist, a bad expression): exit status 2."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RunOptions:
     """What ``trajrun run`` was asked to do, beside the paths."""
 
@@ -49,7 +50,7 @@ class RunOptions:
     some). The other results are ``lean``: a run holds its results, not its cases' runs (``prerun`` too)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Planned:
     """A loaded suite and the cases selected from it, with their ids.
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any, Literal
 
+from ..frozen import frozen
 from ..match.verdict import Evaluation
 from ..suites.golden import compact_steps
 from ..trajectory import Trajectory, Usage
@@ -15,7 +16,7 @@ Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 OUTCOME_ORDER: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CaseResult:
     """The outcome of one case: ``message`` is one line, ``details`` the body (table and fields)."""
 
@@ -70,7 +71,7 @@ def lean(result: CaseResult, keep: frozenset[str] | None) -> CaseResult:
     return dataclasses.replace(result, evaluation=evaluation, trajectory=None)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SuiteResult:
     """All case results of one suite file, or its load errors when it could not be loaded."""
 
@@ -91,7 +92,7 @@ class SuiteResult:
         return total
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RunResult:
     """A whole ``trajrun run``: suites in path order, and how many cases selection left out."""
 

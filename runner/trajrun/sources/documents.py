@@ -32,11 +32,11 @@ import re
 import stat
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from ..errors import SourceError
+from ..frozen import frozen
 from ..limits import MAX_SOURCE_BYTES_VAR, compile_regex, max_source_bytes, regex_search, regex_timeout, timeout_message
 from ..yaml_core import YamlProblem, int_digits_limit, load_data
 from .builder import describe
@@ -58,7 +58,7 @@ class _TooLarge(Exception):
         self.line = line
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Spelling:
     """How a source's options are written where its errors are read: a suite's keys, or ``trajrun show``'s flags."""
 

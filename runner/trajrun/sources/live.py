@@ -8,7 +8,6 @@ at the timeout, or when trajrun is interrupted, the whole group is killed.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import pickle
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import SourceError
+from ..frozen import frozen
 from ..yaml_core import YamlProblem, load_data
 from .documents import parse_json
 
@@ -28,7 +28,7 @@ KILL_GRACE = 5.0
 CHILD = Path(__file__).with_name("live_child.py")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@frozen
 class _Done:
     """A child that ended on its own: its exit status and output."""
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from ..frozen import frozen
 from .builder import NotThisFormat
 
 _HEX = frozenset("0123456789abcdef")
@@ -34,7 +34,7 @@ class NotOneRun(Exception):
         self.reason = reason
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@frozen
 class Span:
     """One span, whatever the exporter: flat attributes, events, ids, start time and status."""
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 from ..errors import SourceError
+from ..frozen import frozen
 from ..limits import max_source_bytes
 from .builder import NotThisFormat, describe
 from .documents import apply_select, document_kind, parse_json, parse_yaml
@@ -31,7 +31,7 @@ SPLIT_BYTES = 32 << 20
 _SIMPLE_PATH = re.compile(r"^\$(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Partition:
     """A share of a bulk source's work: a file, or the byte range ``[start, end)`` of an uncompressed JSONL file."""
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import Location
+from ..frozen import frozen
 from ..match.expectation import Expectation
 from ..sources import FORMATS as _READABLE
 
@@ -19,7 +20,7 @@ SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
 DEFAULT_TIMEOUT = 300.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Source:
     """Where a case's actual run comes from: exactly one of ``file``, ``messages``, ``command``, ``python``.
 
@@ -55,7 +56,7 @@ class Source:
         return self.command is not None or self.python is not None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Case:
     """One test case: a source, what it must satisfy, and how it is selected and reported.
 
@@ -77,7 +78,7 @@ class Case:
     requires: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JudgeSettings:
     """``judge_defaults``: how to reach the judge model; a field left ``None`` falls back to the environment.
 
@@ -92,7 +93,7 @@ class JudgeSettings:
     temperature: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Suite:
     """One suite file: its name (``suite:`` or the file name), tags and cases in file order.
 
