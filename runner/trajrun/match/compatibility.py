@@ -224,9 +224,26 @@ class Candidates:
         found = self._lists.get(cls)
         if found is None:
             index = self._class_rep[cls]
-            found = self._compute(self.steps[index], self.rule(index), self._class_key[cls])
+            if self.shortcuts and self.kinds[index] is StepTest.FLAT:
+                found = self._flat(self.steps[index], self.rule(index).mode)
+            else:
+                found = self._compute(self.steps[index], self.rule(index), self._class_key[cls])
             self._lists[cls] = found
         return found
+
+    def _flat(self, step: Step, mode: str) -> list[int]:
+        """``_compute`` for a flat map under a partial rule: the calls holding its first string value (any call of
+        the tool under ``subset``, where the key may be absent), each tested by ``flat_match`` in one loop. Steps
+        like these (a tool and a few scalar arguments) are most steps; the general path cost twice as much."""
+        pool = self.positions(step.name)
+        args = step.args
+        if mode != "subset":
+            for key, value in args.items():
+                if type(value) is str:
+                    pool = list(compress(pool, map(eq, self._values(step.name, key), repeat(value))))
+                    break
+        calls = self.calls
+        return [pos for pos in pool if flat_match(args, calls[pos].args, mode)]
 
     def matches(self, step_index: int, pos: int) -> bool:
         """Whether a step matches the call at ``pos``."""
