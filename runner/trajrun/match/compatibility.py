@@ -233,14 +233,15 @@ class Candidates:
 
     def _flat(self, step: Step, mode: str) -> list[int]:
         """``_compute`` for a flat map under a partial rule: the calls holding its first string value (any call of
-        the tool under ``subset``, where the key may be absent), each tested by ``flat_match`` in one loop. Steps
-        like these (a tool and a few scalar arguments) are most steps; the general path cost twice as much."""
+        the tool under ``subset``, where the key may be absent), each tested by ``flat_match`` in one loop. Most
+        steps are like these (a tool and a few scalar arguments); the general narrowing and ``args_match`` cost a
+        tenth more of evaluating them (the deep bench's 6,000 steps: 659 against 602 M instructions)."""
         pool = self.positions(step.name)
         args = step.args
         if mode != "subset":
             for key, value in args.items():
                 if type(value) is str:
-                    pool = list(compress(pool, map(eq, self._values(step.name, key), repeat(value))))
+                    pool = self._with_value(step.name, key, value, False)
                     break
         calls = self.calls
         return [pos for pos in pool if flat_match(args, calls[pos].args, mode)]
