@@ -203,6 +203,29 @@ def test_gzip_suffix_on_plain_bytes(tmp_path: Path) -> None:
     )
 
 
+def test_plain_json_read_at_its_size_keeps_the_limit_and_the_encoding(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain .json file is read in one call: past TRAJRUN_MAX_SOURCE_BYTES and not UTF-8 still say so."""
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps([{"role": "user", "content": "x" * 2000}]))
+    monkeypatch.setenv("TRAJRUN_MAX_SOURCE_BYTES", "1000")
+    assert "the file holds more than 1,000 bytes" in _message(path)
+    monkeypatch.setenv("TRAJRUN_MAX_SOURCE_BYTES", "3000")
+    assert load_document(path)[0]["content"] == "x" * 2000
+    path.write_bytes(b'[{"content": "caf\xe9"}]')
+    assert _message(path).endswith("expected UTF-8 text")
+    assert "cannot read the file: 'utf-8' codec can't decode byte 0xe9" in _message(path)
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").is_file(), reason="needs Linux's /proc")
+def test_json_file_that_reports_no_size_is_read_whole(tmp_path: Path) -> None:
+    """A file whose size says 0 but holds bytes (a /proc file behind a .json name) is read to its end, not as empty."""
+    link = tmp_path / "proc.json"
+    link.symlink_to("/proc/self/cmdline")
+    message = _message(link)
+    assert "invalid JSON at line 1, column 1" in message and "found the end of the text" not in message
+
+
 def test_yaml_document(tmp_path: Path) -> None:
     """A YAML source reads as its data."""
     path = tmp_path / "run.yaml"
