@@ -187,11 +187,12 @@ class Builder:
             self.answer = text
         return len(self._usages) - 1
 
-    def columns(self) -> tuple[list[Any], list[Any], list[Any], list[int], list[Any]]:
-        """The call columns (names, arguments as recorded, ids, turns) and the recorded results, for a reader's
-        tight loop: it appends to them in step what :meth:`call` and :meth:`result` would (a call's turn is the
-        index :meth:`turn` returned), which saves a Python call per item on the format most histories are in."""
-        return self._names, self._args, self._ids, self._turns, self._pending
+    def columns(self) -> tuple[list[Any], list[Any], list[Any], list[int], list[Any], list[Usage | None]]:
+        """The call columns (names, arguments as recorded, ids, turns), the recorded results and the turns' usage,
+        for a reader's tight loop: it appends to them in step what :meth:`call`, :meth:`result` and :meth:`turn`
+        would (a call's turn is its turn's index in the usages; the reader sets ``answer``), which saves a Python
+        call per item on the format most histories are in."""
+        return self._names, self._args, self._ids, self._turns, self._pending, self._usages
 
     def say(self, text: str | None) -> None:
         """Record assistant text inside the current turn."""

@@ -18,16 +18,20 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read Chat Completions messages; every item needs a ``role``. The generic last resort of detection."""
     messages, usage = _messages(doc)
     builder = Builder(details)
-    names, raws, ids, turns, pending = builder.columns()  # appended to in step, as builder.call and .result do
+    names, raws, ids, turns, pending, usages = builder.columns()  # appended to in step, as builder's methods do
     add_name, add_raw, add_id, add_turn = names.append, raws.append, ids.append, turns.append
-    add_result = pending.append
+    add_result, add_usage = pending.append, usages.append
+    answer = None
     for i, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
         if role == "tool":
             add_result((message.get("content"), message.get("tool_call_id"), message.get("name"), None, len(names)))
         elif role == "assistant":
             content = message.get("content")
-            turn = builder.turn(text_of(content) if content else None)
+            turn = len(usages)
+            add_usage(None)  # a new turn (builder.turn): Chat Completions messages carry no usage of their own
+            if content:
+                answer = text_of(content) or answer
             calls = message.get("tool_calls")
             if calls and not isinstance(calls, (list, tuple)):
                 raise NotThisFormat(f"item {i} has 'tool_calls' that is not a list")
@@ -47,6 +51,8 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
             raise NotThisFormat(f"item {i} has no 'role'")
         elif role == "function":
             builder.result(message.get("content"), None, message.get("name"))
+    if answer is not None:
+        builder.answer = answer
     return builder.finish(FORMAT, usage)
 
 
