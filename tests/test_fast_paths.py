@@ -148,6 +148,20 @@ def test_steps_by_name_alone_report_what_the_general_matching_reports(
             (full.failures, full.errors, full.score, full.message())
 
 
+KEYED = st.lists(st.tuples(st.sampled_from(["a", "b"]), st.one_of(
+    st.dictionaries(st.sampled_from(["x", "y"]), st.sampled_from(["1", "a", "b", "c", "d", 1, None, [1]]), max_size=2),
+    st.just("not json")), st.just(0)), max_size=6)
+
+
+@PROPERTY
+@given(KEYED, st.sampled_from(["x", "y"]), st.sampled_from(["1", "a", "b"]))
+def test_unique_index_finds_the_calls_the_scan_finds(calls: list[tuple[str, Any, int]], key: str, value: str) -> None:
+    """A step's calls holding a string value: the index of unique values (or its fallback) gives the tool's scan."""
+    cand = Candidates(Expectation(steps=(Step("a"),)), _run(calls))
+    for name in ("a", "b"):
+        assert cand._holding(name, key, value) == cand._with_value(name, key, value, False)
+
+
 def test_accepts_agrees_with_candidate_lists() -> None:
     """The direct test of one step against one call equals membership in the step's class's candidates."""
     traj = _run([("a", {"x": 1, "y": "p"}, 0), ("a", {"x": 1.0}, 1), ("b", {"x": True}, 0), ("a", {"x": [1]}, 1)])

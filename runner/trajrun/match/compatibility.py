@@ -87,6 +87,7 @@ class Candidates:
         self._exact: dict[str, dict[Hashable, list[int]]] = {}
         self._key_index: dict[tuple[str, str], tuple[dict[Hashable, list[int]], list[int]]] = {}
         self._key_values: dict[tuple[str, str], list[Any]] = {}
+        self._unique: dict[str, dict[Any, int] | None] = {}
         self._lists: dict[int, list[int]] = {}
         self._sets: dict[int, set[int]] = {}
         self._turns: dict[int, dict[int, list[int]]] = {}
@@ -236,15 +237,43 @@ class Candidates:
         the tool under ``subset``, where the key may be absent), each tested by ``flat_match`` in one loop. Most
         steps are like these (a tool and a few scalar arguments); the general narrowing and ``args_match`` cost a
         tenth more of evaluating them (the deep bench's 6,000 steps: 659 against 602 M instructions)."""
-        pool = self.positions(step.name)
         args = step.args
+        pool = None
         if mode != "subset":
             for key, value in args.items():
                 if type(value) is str:
-                    pool = self._with_value(step.name, key, value, False)
+                    pool = self._holding(step.name, key, value)
                     break
         calls = self.calls
+        if pool is None:
+            pool = self.positions(step.name)
         return [pos for pos in pool if flat_match(args, calls[pos].args, mode)]
+
+    def _holding(self, name: str, key: str, value: str) -> list[int]:
+        """The calls of tool ``name`` whose ``key`` holds the string ``value``: through an index of every call's value
+        of ``key``, built at C speed once per key, when those values are unique (the usual ids and queries); else
+        by the tool's scan (``_with_value``). Each step then touches one call, not every call of its tool."""
+        if key not in self._unique:
+            self._unique[key] = self._unique_index(key)
+        index = self._unique[key]
+        if index is None:
+            return self._with_value(name, key, value, False)
+        pos = index.get(value)
+        return [pos] if pos is not None and self.calls[pos].name == name else []
+
+    def _unique_index(self, key: str) -> dict[Any, int] | None:
+        """Each call's value of ``key`` to its position, when every call's arguments are a map and no value is held
+        by two calls (calls without ``key`` aside); None otherwise (or for a value that cannot be a key)."""
+        args = list(map(_ARGS, self.calls))
+        if not set(map(type, args)) <= _DICT_ONLY:
+            return None
+        held = list(map(dict.get, args, repeat(key), repeat(_ABSENT)))
+        try:
+            index = dict(zip(held, range(len(held))))
+        except TypeError:  # a list or a map
+            return None
+        without = held.count(_ABSENT)
+        return index if len(index) + max(without - 1, 0) == len(held) else None
 
     def matches(self, step_index: int, pos: int) -> bool:
         """Whether a step matches the call at ``pos``."""
