@@ -159,7 +159,9 @@ def test_unique_index_finds_the_calls_the_scan_finds(calls: list[tuple[str, Any,
     """A step's calls holding a string value: the index of unique values (or its fallback) gives the tool's scan."""
     cand = Candidates(Expectation(steps=(Step("a"),)), _run(calls))
     for name in ("a", "b"):
-        assert cand._holding(name, key, value) == cand._with_value(name, key, value, False)
+        scanned = [pos for pos in cand.positions(name) if isinstance(cand.calls[pos].args, dict)
+                   and cand.calls[pos].args.get(key, None) == value]
+        assert cand._with_value(name, key, value, False) == scanned
 
 
 def test_accepts_agrees_with_candidate_lists() -> None:

@@ -233,33 +233,21 @@ class Candidates:
         return found
 
     def _flat(self, step: Step, mode: str) -> list[int]:
-        """``_compute`` for a flat map under a partial rule: the calls holding its first string value (``_holding``;
-        any call of the tool under ``subset``, where the key may be absent), each tested by ``flat_match`` in one
-        loop. Most steps are like these (a tool and a few scalar arguments): the deep bench's 6,000 steps took 659 M
-        instructions to evaluate through the general narrowing and ``args_match``, 418 M this way."""
+        """``_compute`` for a flat map under a partial rule: the calls holding its first string value (any call of
+        the tool under ``subset``, where the key may be absent), each tested by ``flat_match`` in one loop. Most
+        steps are like these (a tool and a few scalar arguments): the deep bench's 6,000 steps took 659 M
+        instructions to evaluate through the general narrowing and ``args_match``, 423 M this way."""
         args = step.args
         pool = None
         if mode != "subset":
             for key, value in args.items():
                 if type(value) is str:
-                    pool = self._holding(step.name, key, value)
+                    pool = self._with_value(step.name, key, value, False)
                     break
-        calls = self.calls
         if pool is None:
             pool = self.positions(step.name)
+        calls = self.calls
         return [pos for pos in pool if flat_match(args, calls[pos].args, mode)]
-
-    def _holding(self, name: str, key: str, value: str) -> list[int]:
-        """The calls of tool ``name`` whose ``key`` holds the string ``value``: through an index of every call's value
-        of ``key``, built at C speed once per key, when those values are unique (the usual ids and queries); else
-        by the tool's scan (``_with_value``). Each step then touches one call, not every call of its tool."""
-        if key not in self._unique:
-            self._unique[key] = self._unique_index(key)
-        index = self._unique[key]
-        if index is None:
-            return self._with_value(name, key, value, False)
-        pos = index.get(value)
-        return [pos] if pos is not None and self.calls[pos].name == name else []
 
     def _unique_index(self, key: str) -> dict[Any, int] | None:
         """Each call's value of ``key`` to its position, when every call's arguments are a map and no value is held
@@ -379,13 +367,22 @@ class Candidates:
     def _with_value(self, name: str, key: str, value: Any, or_absent: bool) -> list[int]:
         """The calls of one tool whose ``key`` can hold ``value`` (with ``or_absent``, and those without ``key``).
 
-        A string is looked for by a scan at C speed over the tool's values of ``key``: a tool has few steps, and
-        indexing every call's value by its canonical key cost more than their scans. Other values use the index.
+        A string is looked up in ``_unique_index`` when every call's value of ``key`` is unique (the usual ids and
+        queries: each step then touches one call, not every call of its tool), else found by a scan at C speed over
+        the tool's values of ``key`` (indexing every call's value by its canonical key cost more than the scans).
+        Other values use that canonical index.
         """
         if type(value) is not str:
             values, absent = self._index(name, key)
             bucket = values.get(canon(value), [])
             return sorted(bucket + absent) if or_absent and absent else bucket
+        if not or_absent:
+            if key not in self._unique:
+                self._unique[key] = self._unique_index(key)  # once per key, at C speed
+            unique = self._unique[key]
+            if unique is not None:
+                pos = unique.get(value)
+                return [pos] if pos is not None and self.calls[pos].name == name else []
         pool, held = self.positions(name), self._values(name, key)
         if or_absent:
             return [pos for pos, got in zip(pool, held) if got is _ABSENT or got == value]

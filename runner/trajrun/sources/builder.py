@@ -180,12 +180,11 @@ class Builder:
         self._usages: list[Usage | None] = []
         self.answer: str | None = None
 
-    def turn(self, text: str | None = None, usage: Usage | None = None) -> int:
-        """Start an assistant turn, returning its index; its text (if any) becomes the answer so far."""
+    def turn(self, text: str | None = None, usage: Usage | None = None) -> None:
+        """Start an assistant turn; its text (if any) becomes the answer so far."""
         self._usages.append(usage)
         if text:
             self.answer = text
-        return len(self._usages) - 1
 
     def columns(self) -> tuple[list[Any], list[Any], list[Any], list[int], list[Any], list[Usage | None]]:
         """The call columns (names, arguments as recorded, ids, turns), the recorded results and the turns' usage,
