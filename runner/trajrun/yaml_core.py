@@ -71,40 +71,99 @@ class Pos:
 
 @dataclass(slots=True)
 class Marks:
-    """Where every value (and every mapping key) of a loaded document was written, by key path.
+    """Where every value (and every mapping key) of a loaded document was written, found by key path.
 
-    The tables hold PyYAML's 0-based marks as they come (converting every one up front costs
-    more than loading); ``value`` and ``key`` give 1-based positions.
+    Positions are looked up in the node tree libyaml composed when they are asked for (a case's
+    location, an error), not recorded for every value as it is built: most values are never asked
+    about, and recording each one's path was a third of loading a suite. ``value`` and ``key`` give
+    1-based positions.
     """
 
-    values: dict[Path, Any] = field(default_factory=dict)
-    keys: dict[Path, Any] = field(default_factory=dict)
+    root: Node | None = None
+    prefix: Path = ()
+    """The key path of ``root`` in the whole document: an item of a file parsed piece by piece (``yaml_items``)."""
     line_offset: int = 0
-    """Added to every line: the marks of a piece of the file parsed on its own (``yaml_items``)."""
+    """Added to every line: the marks of a piece of the file parsed on its own."""
     base: Marks | None = None
-    """The marks of the rest of the document, for paths this piece does not hold."""
+    """The marks of the rest of the document, for paths outside ``prefix``."""
+    pinned: dict[Path, Any] = field(default_factory=dict)
+    """Marks set by hand, before the tree's: where a piece's items start in the whole file."""
+    _found: dict[Path, tuple[Any, Any, bool]] = field(default_factory=dict, repr=False)
+    """Walks already done (a suite asks for every step's position, under the same few parents)."""
 
     def value(self, path: Path) -> Pos:
         """The position of the value at ``path``, or of its nearest written ancestor."""
-        base = self.base
-        while True:
-            mark = self.values.get(path)
-            if mark is not None:
-                return Pos(mark.line + 1 + self.line_offset, mark.column + 1)
-            if base is not None and path in base.values:
-                return base.value(path)
-            if not path:
+        if self.base is not None and path[: len(self.prefix)] != self.prefix:
+            return self.base.value(path)
+        mark = self.pinned.get(path)
+        if mark is None:
+            node = self._find(path[len(self.prefix):])[0]
+            if node is None:
                 return Pos(1, 1)
-            path = path[:-1]
+            mark = node.start_mark
+        return Pos(mark.line + 1 + self.line_offset, mark.column + 1)
 
     def key(self, path: Path) -> Pos:
         """The position of the key that ends ``path`` (the value's when there is no key)."""
-        mark = self.keys.get(path)
-        if mark is not None:
-            return Pos(mark.line + 1 + self.line_offset, mark.column + 1)
-        if self.base is not None and path in self.base.keys:
+        if self.base is not None and path[: len(self.prefix)] != self.prefix:
             return self.base.key(path)
-        return self.value(path)
+        key = self._find(path[len(self.prefix):])[1]
+        if key is None:
+            return self.value(path)
+        return Pos(key.start_mark.line + 1 + self.line_offset, key.start_mark.column + 1)
+
+    def items(self, path: Path) -> list[Pos] | None:
+        """The position of each item of the list written at ``path``, found at once (every step of a case);
+        None when no list is written there."""
+        if self.base is not None and path[: len(self.prefix)] != self.prefix:
+            return self.base.items(path)
+        node, _, reached = self._find(path[len(self.prefix):])
+        if not reached or not isinstance(node, SequenceNode) or path in self.pinned:
+            return None
+        offset = self.line_offset + 1
+        return [Pos(item.start_mark.line + offset, item.start_mark.column + 1) for item in node.value]
+
+    def _find(self, path: Path) -> tuple[Any, Any, bool]:
+        """The node at ``path`` (from ``root``), the key node naming it (None for an item), and whether it
+        was reached; when it was not, the nearest ancestor's node."""
+        found = self._found.get(path)
+        if found is None:
+            if not path:
+                found = (self.root, None, self.root is not None)
+            else:
+                parent, _, reached = self._find(path[:-1])
+                child = child_node(parent, path[-1]) if reached else None
+                found = (child[1], child[0], True) if child is not None else (parent, None, False)
+            self._found[path] = found
+        return found
+
+
+def child_node(node: Node, step: PathKey) -> tuple[Node | None, Node] | None:
+    """The key node (None for an item) and value node at ``step`` under ``node``, as ``NodeBuilder`` reads them:
+    a mapping's first key of that name, else its ``<<`` merges in order; None when there is none."""
+    if isinstance(node, SequenceNode):
+        if type(step) is int and 0 <= step < len(node.value):
+            return None, node.value[step]
+        return None
+    if not isinstance(node, MappingNode) or not isinstance(step, str):
+        return None
+    merges = []
+    for key, value in node.value:
+        if _is_merge(key):
+            merges.append(value)
+        elif isinstance(key, ScalarNode) and key.value == step:
+            return key, value
+    for value in merges:
+        for source in value.value if isinstance(value, SequenceNode) else [value]:
+            found = child_node(source, step)
+            if found is not None:
+                return found
+    return None
+
+
+def _is_merge(key: Node) -> bool:
+    """Whether a mapping key is the merge key ``<<`` (written plain)."""
+    return key.value == "<<" and isinstance(key, ScalarNode) and key.tag == "plain"
 
 
 class YamlProblem(Exception):
@@ -256,7 +315,7 @@ def _load(text: str) -> Loaded:
         head = text.encode("utf-8")[: exc.position].decode("utf-8", "replace")
         pos = Pos(head.count("\n") + 1, len(head) - (head.rfind("\n") + 1) + 1)
         raise YamlProblem(f"invalid YAML: {exc.reason} (character {exc.character!r})", pos) from None
-    builder = NodeBuilder()
+    builder = NodeBuilder(Marks(root), unshared(text))
     data = builder.build(root, ()) if root is not None else None
     return Loaded(data, builder.marks, builder.duplicates)
 
@@ -342,11 +401,19 @@ def _refused(tag: str, mark: Any, path: Path) -> YamlProblem:
 _ALLOWED_TAGS = {ScalarNode: {"plain", *_SCALAR_TAGS}, SequenceNode: {_CORE + "seq"}, MappingNode: {_CORE + "map"}}
 
 
-class NodeBuilder:
-    """Nodes to plain data, recording marks by path and counting nodes reached through aliases."""
+def unshared(text: str) -> bool:
+    """Whether a document's text holds no anchor and no tag (nor a ``&`` or ``!`` anywhere, even quoted)."""
+    return "&" not in text and "!" not in text
 
-    def __init__(self) -> None:
-        self.marks = Marks()
+
+class NodeBuilder:
+    """Nodes to plain data, counting nodes reached through aliases; ``marks`` finds where each was written."""
+
+    def __init__(self, marks: Marks, unshared: bool = False) -> None:
+        self.marks = marks
+        self.unshared = unshared
+        """No anchor and no explicit tag in the text: no node is reached twice and every tag is a core one,
+        so collections skip the bookkeeping (a sixth of building a suite)."""
         self.duplicates: list[YamlProblem] = []
         self.seen: set[int] = set()
         self.active: set[int] = set()
@@ -364,7 +431,6 @@ class NodeBuilder:
                                   _pos(node.start_mark), path)
         if len(path) > MAX_DEPTH:
             raise YamlProblem(_TOO_DEEP, _pos(node.start_mark), path)
-        self.marks.values.setdefault(path, node.start_mark)
         if node.tag not in _ALLOWED_TAGS[type(node)]:
             raise _refused(node.tag, node.start_mark, path)
         if isinstance(node, ScalarNode):
@@ -376,52 +442,62 @@ class NodeBuilder:
             raise YamlProblem("an alias refers to the collection that contains it", _pos(node.start_mark), path)
         self.active.add(id(node))
         try:
-            if isinstance(node, SequenceNode):
-                return [self._child(item, (*path, i), via_alias) for i, item in enumerate(node.value)]
-            return self._mapping(node, path, via_alias)
+            return self._collection(node, path, via_alias)
         finally:
             self.active.discard(id(node))
 
-    def _child(self, node: Node, path: Path, via_alias: bool) -> Any:
-        """``build`` of a collection's item, with plain and quoted scalars (most nodes of a suite) done inline.
+    def _collection(self, node: Node, path: Path, via_alias: bool) -> Any:
+        """A sequence or mapping, its items built."""
+        if isinstance(node, SequenceNode):
+            return [self._child(item, path, i, via_alias) for i, item in enumerate(node.value)]
+        return self._mapping(node, path, via_alias)
+
+    def _child(self, node: Node, path: Path, step: PathKey, via_alias: bool) -> Any:
+        """``build`` of the item or value at ``step`` of the collection at ``path``, with plain and quoted
+        scalars (most nodes of a suite) done inline, without making their key path.
 
         A scalar is not tracked as seen: an alias to one adds a single value, so only collections
         can make aliases expand past ``MAX_ALIAS_NODES``.
         """
-        if type(node) is ScalarNode and not via_alias and len(path) <= MAX_DEPTH:
+        if type(node) is ScalarNode and not via_alias and len(path) < MAX_DEPTH:
             tag = node.tag
             if tag == _STR:  # quoted (JSON-style arguments are), or tagged !!str
-                self.marks.values.setdefault(path, node.start_mark)
                 return node.value
             if tag == "plain":
-                self.marks.values.setdefault(path, node.start_mark)
                 try:
                     return resolve_plain(node.value)
                 except ValueError:  # an integer past the digit limit: build reports it where it is
                     pass
-        return self.build(node, path, via_alias)
+        elif self.unshared and len(path) < MAX_DEPTH and type(node) is not ScalarNode:
+            return self._collection(node, (*path, step), False)
+        return self.build(node, (*path, step), via_alias)
 
     def _mapping(self, node: MappingNode, path: Path, via_alias: bool) -> dict[str, Any]:
         """A mapping: own keys first (duplicates reported), then ``<<`` merges for keys not yet set."""
         out: dict[str, Any] = {}
         merges: list[tuple[Node, Node]] = []
         for key_node, value_node in node.value:
-            if isinstance(key_node, ScalarNode) and key_node.tag == "plain" and key_node.value == "<<":
+            if _is_merge(key_node):
                 merges.append((key_node, value_node))
                 continue
-            key = self._key(key_node, path)
+            if type(key_node) is not ScalarNode:
+                raise YamlProblem("a mapping key must be a plain value, not a list or a map",
+                                  _pos(key_node.start_mark), path)
+            key = key_node.value  # the text written, since JSON keys are strings
             if key in out:
-                first = self.marks.key((*path, key))
-                self.duplicates.append(YamlProblem(
-                    f"duplicate key '{key}' (first written at line {first.line}); remove one of them",
-                    _pos(key_node.start_mark), (*path, key)))
+                self._duplicate(key_node, (*path, key))
                 continue
-            sub = (*path, key)
-            self.marks.keys.setdefault(sub, key_node.start_mark)
-            out[key] = self._child(value_node, sub, via_alias)
+            out[key] = self._child(value_node, path, key, via_alias)
         for key_node, value_node in merges:
             self._merge(out, key_node, value_node, path, via_alias)
         return out
+
+    def _duplicate(self, key_node: Node, path: Path) -> None:
+        """Report a key written a second time in one mapping (the first is kept)."""
+        first = self.marks.key(path)
+        self.duplicates.append(YamlProblem(
+            f"duplicate key '{path[-1]}' (first written at line {first.line}); remove one of them",
+            _pos(key_node.start_mark), path))
 
     def _merge(self, out: dict[str, Any], key_node: Node, value_node: Node, path: Path, via_alias: bool) -> None:
         """Apply one ``<<: *anchor`` (or a list of them): earlier sources win, own keys always win."""
@@ -435,12 +511,6 @@ class NodeBuilder:
             del self.duplicates[reported:]
             for key, value in merged.items():
                 out.setdefault(key, value)
-
-    def _key(self, node: Node, path: Path) -> str:
-        """A mapping key as a string: the text written, since JSON keys are strings."""
-        if not isinstance(node, ScalarNode):
-            raise YamlProblem("a mapping key must be a plain value, not a list or a map", _pos(node.start_mark), path)
-        return str(node.value)
 
 
 def _scalar(node: ScalarNode) -> Any:

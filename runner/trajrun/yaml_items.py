@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import yaml
 from yaml.nodes import SequenceNode
 
-from .yaml_core import Loaded, NodeBuilder, Path, YamlProblem, compose, load_text
+from .yaml_core import Loaded, Marks, NodeBuilder, Path, YamlProblem, compose, load_text, unshared
 
 
 class Unsplittable(Exception):
@@ -53,9 +53,8 @@ class Split:
             root = compose(piece)
             if not isinstance(root, SequenceNode) or len(root.value) != 1:
                 raise Unsplittable(f"the item at line {line + 1} is not one sequence item")
-            builder = NodeBuilder()
+            builder = NodeBuilder(Marks(root.value[0], path, line, self.head.marks), unshared(piece))
             builder.expanded = self.expanded
-            builder.marks.line_offset, builder.marks.base = line, self.head.marks
             data = builder.build(root.value[0], path)
         except (yaml.YAMLError, YamlProblem, RecursionError) as exc:
             raise Unsplittable(str(exc)) from None
@@ -96,7 +95,7 @@ def _head(text: str, key: str, first: re.Match[str]) -> Loaded:
     if head.duplicates or not isinstance(head.data, dict) or list(head.data)[-1:] != [key] or head.data[key] is not None:
         raise Unsplittable(f"the head does not end with an empty `{key}:`")
     # where the whole file's parse puts the sequence: its first dash
-    head.marks.values[(key,)] = yaml.Mark("", first.start(), text.count("\n"), len(first.group(1)), None, None)
+    head.marks.pinned[(key,)] = yaml.Mark("", first.start(), text.count("\n"), len(first.group(1)), None, None)
     return head
 
 

@@ -77,6 +77,16 @@ class Ctx:
         pos = self.marks.key(where) if key else self.marks.value(where)
         return Location(self.file, pos.line, pos.column, format_path(where))
 
+    def item_locs(self, path: KeyPath, count: int) -> list[Location]:
+        """The locations of the ``count`` items of the list at ``path``, found at once (a case's steps)."""
+        where = self.absolute(path)
+        positions = self.marks.items(where)
+        inside = any(len(p) > len(path) and p[: len(path)] == path for p in self.origins)
+        if positions is None or len(positions) != count or inside:  # not written as one list: item by item
+            return [self.loc((*path, i)) for i in range(count)]
+        head = format_path(where)
+        return [Location(self.file, pos.line, pos.column, f"{head}[{i}]") for i, pos in enumerate(positions)]
+
     def error(self, path: KeyPath, message: str, key: bool = False) -> None:
         """Report one problem at ``path``."""
         self.errors.append(SuiteError(message, self.loc(path, key)))

@@ -41,13 +41,14 @@ def parse_steps(value: Any, path: Path, ctx: Ctx) -> tuple[Step, ...] | None:
         return None
     steps: list[Step] = []
     groups = 0
+    locs = ctx.item_locs(path, len(value))
     for i, item in enumerate(value):
         if _is_group(item):
             members = _group(item["parallel"], (*path, i, "parallel"), ctx)
             steps += [step._replace(group=groups) for step in members]
             groups += 1
             continue
-        step = parse_step(item, (*path, i), ctx)
+        step = parse_step(item, (*path, i), ctx, locs[i])
         if step is not None:
             steps.append(step)
     return tuple(steps)
@@ -74,19 +75,21 @@ def _group(items: list[Any], path: Path, ctx: Ctx) -> list[Step]:
     return steps
 
 
-def parse_step(item: Any, path: Path, ctx: Ctx) -> Step | None:
-    """A bare name, a one-key ``{tool: args}`` map, or the long form with ``name``."""
+def parse_step(item: Any, path: Path, ctx: Ctx, loc: Location | None = None) -> Step | None:
+    """A bare name, a one-key ``{tool: args}`` map, or the long form with ``name``; ``loc`` is where it was
+    written, when known."""
+    loc = ctx.loc(path) if loc is None else loc
     if isinstance(item, str) and _LOOKS_LIKE_MAP.match(item):
         ctx.error(path, f"this step is the string {item!r} (the quotes make it one tool name); for a tool call "
                         f"with arguments remove the quotes: `- {item.strip()}`")
         return None
     if isinstance(item, str) and item:
-        return Step(item, loc=ctx.loc(path))
+        return Step(item, loc=loc)
     if isinstance(item, dict) and isinstance(item.get("name"), str):
-        return _long_step(item, path, ctx)
+        return _long_step(item, path, ctx, loc)
     if isinstance(item, dict) and len(item) == 1:
         name, args = next(iter(item.items()))
-        return Step(name, _args(args, (*path, name), ctx, name), loc=ctx.loc(path))
+        return Step(name, _args(args, (*path, name), ctx, name), loc=loc)
     if isinstance(item, dict) and item and set(item) <= set(STEP_KEYS):
         ctx.error(path, "a long-form step needs `name: <tool>` (a string)")
     elif isinstance(item, dict) and len(item) > 1:
@@ -97,7 +100,7 @@ def parse_step(item: Any, path: Path, ctx: Ctx) -> Step | None:
     return None
 
 
-def _long_step(item: dict[str, Any], path: Path, ctx: Ctx) -> Step:
+def _long_step(item: dict[str, Any], path: Path, ctx: Ctx, loc: Location) -> Step:
     """The long form: ``name`` with optional ``args``, ``args_mode``, ``result`` and ``error``."""
     item = ctx.keys(item, STEP_KEYS, path, f"in step '{item['name']}'")
     mode = item.get("args_mode")
@@ -112,7 +115,7 @@ def _long_step(item: dict[str, Any], path: Path, ctx: Ctx) -> Step:
         args_mode=mode,  # type: ignore[arg-type]
         result=ctx.compiled(item["result"], (*path, "result")) if "result" in item else UNSET,
         error=error,
-        loc=ctx.loc(path),
+        loc=loc,
     )
 
 
