@@ -103,5 +103,5 @@ def test_building_without_alias_bookkeeping_gives_the_same_data(data: Any, flow:
 def test_items_gives_each_item_where_it_was_written() -> None:
     """``Marks.items``: a list's item positions at once (every step of a case); None where no list is written."""
     marks = load_text("steps:\n  - a\n  -   b: 1\n  - [c]\nname: x\n").marks
-    assert marks.items(("steps",)) == [Pos(2, 5), Pos(3, 7), Pos(4, 5)]
+    assert marks.items(("steps",)) == [(2, 5), (3, 7), (4, 5)]
     assert marks.items(("name",)) is None and marks.items(("absent",)) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -112,16 +113,16 @@ class Marks:
             return self.value(path)
         return Pos(key.start_mark.line + 1 + self.line_offset, key.start_mark.column + 1)
 
-    def items(self, path: Path) -> list[Pos] | None:
-        """The position of each item of the list written at ``path``, found at once (every step of a case);
-        None when no list is written there."""
+    def items(self, path: Path) -> list[tuple[int, int]] | None:
+        """The line and column of each item of the list written at ``path``, found at once (every step of a
+        case); None when no list is written there."""
         if self.base is not None and path[: len(self.prefix)] != self.prefix:
             return self.base.items(path)
         node, _, reached = self._find(path[len(self.prefix):])
         if not reached or not isinstance(node, SequenceNode) or path in self.pinned:
             return None
         offset = self.line_offset + 1
-        return [Pos(item.start_mark.line + offset, item.start_mark.column + 1) for item in node.value]
+        return [(mark.line + offset, mark.column + 1) for mark in map(_START, node.value)]
 
     def _find(self, path: Path) -> tuple[Any, Any, bool]:
         """The node at ``path`` (from ``root``), the key node naming it (None for an item), and whether it
@@ -136,6 +137,9 @@ class Marks:
                 found = (child[1], child[0], True) if child is not None else (parent, None, False)
             self._found[path] = found
         return found
+
+
+_START = attrgetter("start_mark")
 
 
 def child_node(node: Node, step: PathKey) -> tuple[Node | None, Node] | None:

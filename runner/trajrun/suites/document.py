@@ -85,7 +85,7 @@ class Ctx:
         if positions is None or len(positions) != count or inside:  # not written as one list: item by item
             return [self.loc((*path, i)) for i in range(count)]
         head = format_path(where)
-        return [Location(self.file, pos.line, pos.column, f"{head}[{i}]") for i, pos in enumerate(positions)]
+        return [Location(self.file, line, column, f"{head}[{i}]") for i, (line, column) in enumerate(positions)]
 
     def error(self, path: KeyPath, message: str, key: bool = False) -> None:
         """Report one problem at ``path``."""

@@ -79,6 +79,10 @@ def parse_step(item: Any, path: Path, ctx: Ctx, loc: Location | None = None) -> 
     """A bare name, a one-key ``{tool: args}`` map, or the long form with ``name``; ``loc`` is where it was
     written, when known."""
     loc = ctx.loc(path) if loc is None else loc
+    if isinstance(item, dict) and len(item) == 1:  # the usual {tool: args}, unless it is the long form's {name: tool}
+        name, args = next(iter(item.items()))
+        if name != "name" or not isinstance(args, str):
+            return Step(name, _args(args, (*path, name), ctx, name), loc=loc)
     if isinstance(item, str) and _LOOKS_LIKE_MAP.match(item):
         ctx.error(path, f"this step is the string {item!r} (the quotes make it one tool name); for a tool call "
                         f"with arguments remove the quotes: `- {item.strip()}`")
@@ -87,9 +91,6 @@ def parse_step(item: Any, path: Path, ctx: Ctx, loc: Location | None = None) -> 
         return Step(item, loc=loc)
     if isinstance(item, dict) and isinstance(item.get("name"), str):
         return _long_step(item, path, ctx, loc)
-    if isinstance(item, dict) and len(item) == 1:
-        name, args = next(iter(item.items()))
-        return Step(name, _args(args, (*path, name), ctx, name), loc=loc)
     if isinstance(item, dict) and item and set(item) <= set(STEP_KEYS):
         ctx.error(path, "a long-form step needs `name: <tool>` (a string)")
     elif isinstance(item, dict) and len(item) > 1:
@@ -121,6 +122,8 @@ def _long_step(item: dict[str, Any], path: Path, ctx: Ctx, loc: Location) -> Ste
 
 def _args(value: Any, path: Path, ctx: Ctx, name: str) -> Any:
     """Expected arguments: null means any, a string compares with undecodable ones, a map is compiled."""
+    if type(value) is dict:  # the usual: a map of arguments
+        return ctx.compiled(value, path)
     if value is None:
         return ANY_ARGS
     if isinstance(value, str):
