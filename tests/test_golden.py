@@ -95,6 +95,12 @@ def test_recorded_golden_passes_strict_exact_against_its_run(tmp_path: Path, dum
     assert evaluation.score == 1.0
 
 
+def test_a_tool_name_ending_in_a_line_break_is_quoted() -> None:
+    """A name is written plain only when all of it is a plain word: ``search\\n`` is quoted, so it reads back whole."""
+    run = Trajectory((ToolCall("search\n", {"q": 1}),), 1, None, None, None, "openai")
+    assert compact_steps(run) == '- "search\\n": {"q": 1}\n'
+
+
 def test_hand_written_golden_with_matchers(tmp_path: Path) -> None:
     """A hand-edited golden file may use every step form and inline matchers."""
     path = tmp_path / "g.yaml"

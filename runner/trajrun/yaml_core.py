@@ -50,11 +50,11 @@ Path = tuple[PathKey, ...]
 MAX_DEPTH = 200
 MAX_ALIAS_NODES = 100_000
 
-_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_NULL = re.compile(r"^(?:~|null|Null|NULL|)\Z")
+_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z")
+_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z")
 _FLOAT = re.compile(
-    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z"
 )
 _CORE = "tag:yaml.org,2002:"
 _TOO_DEEP = f"nesting too deep: trajrun reads at most {MAX_DEPTH} levels of lists and maps"

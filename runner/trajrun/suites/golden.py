@@ -78,7 +78,7 @@ def recorded_step(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
     return _step(name, args)
 
 
-_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
 def compact_steps(traj: Trajectory) -> str:
