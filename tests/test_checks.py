@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trajrun.match.checks import OTHER_CHECKS, checks_for
 from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import Budget, CountBound, Expectation, Step
 from trajrun.match.matchers import compile_value
@@ -113,3 +114,21 @@ def test_failures_in_check_order_and_message() -> None:
     ev = evaluate(expect, run("refund_all", "book"))
     assert [f.check for f in ev.failures] == ["steps", "never", "budget"]
     assert ev.message().startswith("3 checks failed: steps (")
+
+
+SETS_ONE_CHECK = [Expectation(never=("a",)), Expectation(before=(("c", "a"),)), Expectation(calls={"a": CountBound(max=0)}),
+                  Expectation(budget=Budget(calls=1)), Expectation(latency={"a": 5.0}), Expectation(nodes=(("x",),)),
+                  Expectation(answer="x")]
+
+
+def test_checks_for_skips_only_checks_that_hold_on_every_run() -> None:
+    """The checks an expectation sets are found in check order; evaluating with only them or with every check is
+    the same on a run that fails, or cannot evaluate, each of them."""
+    assert checks_for(Expectation()) == ()
+    for check, expect in zip(OTHER_CHECKS, SETS_ONE_CHECK):
+        assert checks_for(expect) == (check,)
+        traj = run("a", "b", "a", answer="y")
+        with_all = evaluate(expect, traj, checks=OTHER_CHECKS)
+        assert evaluate(expect, traj) == with_all and (with_all.failures or with_all.errors)
+    both = Expectation(never=("a",), answer="x")
+    assert checks_for(both) == (OTHER_CHECKS[0], OTHER_CHECKS[-1])

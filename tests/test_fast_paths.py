@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from properties import PROPERTY
 from trajrun.errors import SourceError
+from trajrun.match.checks import OTHER_CHECKS, checks_for
 from trajrun.match.compatibility import Candidates
 from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import MODES, Budget, Expectation, Step
@@ -274,7 +275,8 @@ def test_reading_without_details_changes_no_bulk_record(messages: list[Any], ste
     assert not expect.reads_call_details
     record = Record(1, {"id": "r", "messages": messages})
     spec, select = BulkSpec(expect), compile_path("$.messages")
-    assert _verdict(spec, record, select, None, False) == _verdict(spec, record, select, None, True)
+    lean = _verdict(spec, record, select, None, False, checks_for(expect))
+    assert lean == _verdict(spec, record, select, None, True, OTHER_CHECKS)
 
 
 def test_reading_without_details_still_raises_where_decoding_or_pairing_raises() -> None:

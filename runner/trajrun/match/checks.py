@@ -7,6 +7,7 @@ that cannot be evaluated on this run; it returns its failures (none when it hold
 from __future__ import annotations
 
 from collections import Counter
+from itertools import compress
 from typing import Callable
 
 from ..errors import CheckError
@@ -226,3 +227,11 @@ def check_answer(expect: Expectation, traj: Trajectory, errors: list[str]) -> li
 
 OTHER_CHECKS: tuple[Check, ...] = (check_never, check_before, check_calls, check_budget, check_latency, check_nodes,
                                    check_answer)
+
+
+def checks_for(expect: Expectation) -> tuple[Check, ...]:
+    """The checks of ``OTHER_CHECKS`` that ``expect`` sets, in order; the others hold on every run (a bulk case
+    finds them once and skips them on each of a million records)."""
+    used = (expect.never, expect.before, expect.calls, expect.budget is not None, expect.latency,
+            expect.nodes is not None, expect.answer is not UNSET)
+    return tuple(compress(OTHER_CHECKS, used))

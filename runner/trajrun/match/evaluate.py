@@ -12,7 +12,7 @@ import functools
 
 from ..errors import CheckError
 from ..trajectory import Trajectory
-from .checks import OTHER_CHECKS
+from .checks import Check, checks_for
 from .compatibility import Candidates
 from .expectation import ORDERED_MODES, UNSET, Expectation
 from .pairing import by_name, max_size, pair
@@ -21,7 +21,7 @@ from .verdict import CheckFailure, Evaluation
 
 
 def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
-             verdict_only: bool = False) -> Evaluation:
+             verdict_only: bool = False, checks: tuple[Check, ...] | None = None) -> Evaluation:
     """Evaluate every check of a case on one run.
 
     Failures come in check order (steps, never, before, calls, budget, latency, nodes, answer); checks
@@ -29,6 +29,7 @@ def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
     the fast paths of the steps check (the equivalence tests compare both ways; the result is the same).
     ``verdict_only`` (a bulk case keeps each record's outcome, checks, message and score alone): a steps check
     that passes on tool names alone reports its mode, verdict and score, not its pairs and unpaired calls.
+    ``checks``: ``checks_for(expect)``, for a caller evaluating one expectation on many runs.
     """
     failures: list[CheckFailure] = []
     errors: list[str] = []
@@ -40,7 +41,7 @@ def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
             errors.append(f"steps: {exc}")
         else:
             failures.extend([failure] if failure else [])
-    for check in OTHER_CHECKS:
+    for check in checks_for(expect) if checks is None else checks:
         failures.extend(check(expect, traj, errors))
     return Evaluation(tuple(failures), tuple(errors), report.score if report else None, report)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import TrajrunError
 from ..frozen import frozen
+from ..match.checks import Check, checks_for
 from ..match.evaluate import evaluate
 from ..match.expectation import Expectation
 from ..sources import read_trajectory
@@ -72,10 +73,10 @@ def evaluate_records(spec: BulkSpec, records: Iterable[Record],
                      emit: Emit | None = None) -> tuple[list[RecordResult], Tally]:
     """Evaluate records in order, counting every one and keeping what ``spec`` asks for (see ``evaluate_partition``)."""
     select, name = compile_path(spec.select), compile_path(spec.id)
-    details = spec.expect.reads_call_details
+    details, checks = spec.expect.reads_call_details, checks_for(spec.expect)
     tally, kept, failing, since = Tally(), [], 0, 0
     for record in records:
-        result, labels = _verdict(spec, record, select, name, details)
+        result, labels = _verdict(spec, record, select, name, details, checks)
         tally.add(result, labels)
         if spec.keep_all or (result.outcome != "passed" and failing < WORST):
             kept.append(result)
@@ -90,26 +91,29 @@ def evaluate_records(spec: BulkSpec, records: Iterable[Record],
     return kept, tally
 
 
-def _verdict(spec: BulkSpec, record: Record, select: Any, name: Any,
-             details: bool) -> tuple[RecordResult, list[str]]:
+def _verdict(spec: BulkSpec, record: Record, select: Any, name: Any, details: bool,
+             checks: tuple[Check, ...]) -> tuple[RecordResult, list[str]]:
     """One record's result and the labels its failures count under; nothing it holds can raise past here.
-    ``details=False``: the checks never look at calls' arguments or results, so records are read without them."""
+    ``details=False``: the checks never look at calls' arguments or results, so records are read without them;
+    ``checks``: the expectation's checks beside the steps."""
     if record.error is not None:
         return RecordResult(record.key, None, "error", (), _one_line(f"source: {record.error}")), []
     rid = _record_id(name, record.doc)
     try:
         doc = select(record.doc) if select is not None else record.doc
         run = read_trajectory(doc, spec.format, origin="", details=details)
-        evaluation = evaluate(spec.expect, run, verdict_only=True)
+        evaluation = evaluate(spec.expect, run, verdict_only=True, checks=checks)
     except TrajrunError as exc:
         return RecordResult(record.key, rid, "error", (), _one_line(f"source: {exc}")), []
     except Exception as exc:  # noqa: BLE001 - one record's trouble never stops the others
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return RecordResult(record.key, rid, "error", (), f"internal error: {last} (please report it)"), []
-    outcome = "error" if evaluation.errors else "failed" if evaluation.failures else "passed"
-    checks = tuple(f.check for f in evaluation.failures)
-    message = "passed" if outcome == "passed" else _one_line(evaluation.message())
-    return RecordResult(record.key, rid, outcome, checks, message, evaluation.score), labels_of(evaluation.failures)
+    if not (evaluation.errors or evaluation.failures):  # most records
+        return RecordResult(record.key, rid, "passed", (), "passed", evaluation.score), []
+    outcome = "error" if evaluation.errors else "failed"
+    failed = tuple(f.check for f in evaluation.failures)
+    return (RecordResult(record.key, rid, outcome, failed, _one_line(evaluation.message()), evaluation.score),
+            labels_of(evaluation.failures))
 
 
 def _record_id(name: Any, doc: Any) -> str | None:
