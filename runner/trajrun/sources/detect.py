@@ -43,6 +43,10 @@ def _fix(spelling: Spelling, whole_jsonl: bool = False) -> str:
     return fix
 
 
+_SUITE_FIX = _fix(SUITE)
+"""``_fix`` in a suite's words, worded once: documents read in bulk would word it on every record."""
+
+
 def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>",
                     details: bool = True) -> Trajectory:
     """Read a parsed document as ``format`` (or detect it with ``auto``).
@@ -56,7 +60,7 @@ def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>",
         SourceError: the format is unknown, the document does not fit it, or (``auto``) no format fits;
             the message names ``origin``, and when detecting ``reasons`` says why each format does not fit.
     """
-    return _read(doc, format, origin, _fix(SUITE), _SAVED_HINT, SUITE, details)
+    return _read(doc, format, origin, _SUITE_FIX, _SAVED_HINT, SUITE, details)
 
 
 def load_trajectory(

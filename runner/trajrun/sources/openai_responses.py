@@ -39,20 +39,22 @@ def refuses_list(items: list[Any]) -> bool:
 
 def _require_typed(items: list[Any]) -> None:
     """Detection needs a typed item before any Chat Completions message (role ``tool`` or ``tool_calls``)."""
-    reason = _untyped(items)
-    if reason is not None:
-        raise NotThisFormat(reason)
+    untyped = _untyped(items)
+    if untyped is not None:
+        raise NotThisFormat(f"item {untyped} is a Chat Completions message ('tool_calls' or role 'tool')"
+                            if untyped >= 0 else "no typed items (function_call, message, …)")
 
 
-def _untyped(items: list[Any]) -> str | None:
-    """Why the items have no typed item before a Chat Completions message, or None when they have one."""
+def _untyped(items: list[Any]) -> int | None:
+    """The index of the Chat Completions message before any typed item (-1: no typed item at all), or None when
+    a typed item comes first; the reason is worded only when the reader raises (detection asks on every record)."""
     for i, item in enumerate(items):
         if isinstance(item, dict):
             if "type" in item:
                 return None
             if "tool_calls" in item or item.get("role") == "tool":
-                return f"item {i} is a Chat Completions message ('tool_calls' or role 'tool')"
-    return "no typed items (function_call, message, …)"
+                return i
+    return -1
 
 
 def _items(doc: Any) -> tuple[list[Any], Any]:
