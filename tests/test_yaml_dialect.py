@@ -94,3 +94,10 @@ def test_a_plain_scalar_starting_outside_the_core_starts_is_a_string(text: str) 
     if text and text[0] not in yaml_core._NOT_ONLY_STR:
         assert not any(p.match(text) for p in (yaml_core._NULL, yaml_core._BOOL, yaml_core._INT, yaml_core._FLOAT))
         assert yaml_core.resolve_plain(text) is text
+
+
+@given(st.text("0123456789٣²", min_size=1, max_size=24))
+def test_plain_digits_read_as_the_core_schema_integer_pattern_reads_them(text: str) -> None:
+    """The shortcut for plain decimal digits gives what the four patterns give: ASCII digits an int, others a string."""
+    expected: object = int(text) if yaml_core._INT.match(text) else text
+    assert yaml_core.resolve_plain(text) == expected and type(yaml_core.resolve_plain(text)) is type(expected)

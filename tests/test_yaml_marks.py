@@ -105,3 +105,11 @@ def test_items_gives_each_item_where_it_was_written() -> None:
     marks = load_text("steps:\n  - a\n  -   b: 1\n  - [c]\nname: x\n").marks
     assert marks.items(("steps",)) == [(2, 5), (3, 7), (4, 5)]
     assert marks.items(("name",)) is None and marks.items(("absent",)) is None
+
+
+def test_a_pinned_mark_stands_for_the_paths_under_it() -> None:
+    """The head of a file read item by item pins where its items start: a path under it is there too."""
+    marks = load_text("suite: s\ncases:\n").marks
+    marks.pinned[("cases",)] = yaml.Mark("", 0, 2, 2, None, None)
+    assert marks.value(("cases",)) == marks.value(("cases", 7, "name")) == Pos(3, 3)
+    assert marks.key(("cases",)) == Pos(2, 1) and marks.items(("cases",)) is None

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 import sys
-from operator import attrgetter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Union
 
 import yaml
@@ -60,6 +60,7 @@ _CORE = "tag:yaml.org,2002:"
 _TOO_DEEP = f"nesting too deep: trajrun reads at most {MAX_DEPTH} levels of lists and maps"
 _SCALAR_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null")}
 _STR = _CORE + "str"
+_SEQ, _MAP = _CORE + "seq", _CORE + "map"
 
 
 @frozen
@@ -88,7 +89,7 @@ class Marks:
     base: Marks | None = None
     """The marks of the rest of the document, for paths outside ``prefix``."""
     pinned: dict[Path, Any] = field(default_factory=dict)
-    """Marks set by hand, before the tree's: where a piece's items start in the whole file."""
+    """Marks set by hand, standing for the paths under them too: where a piece's items start in the whole file."""
     _found: dict[Path, tuple[Any, Any, bool]] = field(default_factory=dict, repr=False)
     """Walks already done (a suite asks for every step's position, under the same few parents)."""
 
@@ -96,7 +97,7 @@ class Marks:
         """The position of the value at ``path``, or of its nearest written ancestor."""
         if self.base is not None and path[: len(self.prefix)] != self.prefix:
             return self.base.value(path)
-        mark = self.pinned.get(path)
+        mark = self._pinned(path) if self.pinned else None
         if mark is None:
             node = self._find(path[len(self.prefix):])[0]
             if node is None:
@@ -119,10 +120,14 @@ class Marks:
         if self.base is not None and path[: len(self.prefix)] != self.prefix:
             return self.base.items(path)
         node, _, reached = self._find(path[len(self.prefix):])
-        if not reached or not isinstance(node, SequenceNode) or path in self.pinned:
+        if not reached or not isinstance(node, SequenceNode) or self._pinned(path) is not None:
             return None
         offset = self.line_offset + 1
         return [(mark.line + offset, mark.column + 1) for mark in map(_START, node.value)]
+
+    def _pinned(self, path: Path) -> Any:
+        """The mark pinned at ``path`` or at its nearest pinned ancestor, if any."""
+        return next((self.pinned[path[:cut]] for cut in range(len(path), -1, -1) if path[:cut] in self.pinned), None)
 
     def _find(self, path: Path) -> tuple[Any, Any, bool]:
         """The node at ``path`` (from ``root``), the key node naming it (None for an item), and whether it
@@ -201,6 +206,8 @@ def resolve_plain(value: str) -> Any:
     """
     if value and value[0] not in _NOT_ONLY_STR:  # most plain scalars (names, words) skip the four patterns
         return value
+    if value.isdigit() and value.isascii() and len(value) < 19:  # most numbers: a few decimal digits, as _INT reads
+        return int(value)
     if _NULL.match(value):
         return None
     if _BOOL.match(value):
@@ -278,8 +285,8 @@ class _CoreNodeParser(_CParser or object):  # type: ignore[misc]
     def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
         """The tag of an untagged node: ``plain`` for plain scalars, else the core type's."""
         if kind is ScalarNode:
-            return "plain" if implicit[0] else _CORE + "str"
-        return _CORE + ("seq" if kind is SequenceNode else "map")
+            return "plain" if implicit[0] else _STR
+        return _SEQ if kind is SequenceNode else _MAP  # called by libyaml's composer for every node
 
     def descend_resolver(self, parent: Any, index: Any) -> None:
         """Path-dependent resolution is not used."""
