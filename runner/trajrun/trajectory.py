@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import compress, repeat
-from operator import attrgetter, eq
+from itertools import repeat
 from typing import Any, NamedTuple, TypeVar
 
 from .frozen import frozen
@@ -78,9 +77,6 @@ class ToolCall(NamedTuple):
         return out
 
 
-_NAME = attrgetter("name")
-
-
 def rows_as(cls: type[Row], rows: Iterable[tuple[Any, ...]]) -> tuple[Row, ...]:
     """Named tuples of ``cls`` from plain rows in field order, built at C speed.
 
@@ -118,8 +114,7 @@ class Trajectory:
 
     def calls_named(self, name: str) -> tuple[ToolCall, ...]:
         """Every call of one tool, in order."""
-        calls = self.calls
-        return tuple(compress(calls, map(eq, map(_NAME, calls), repeat(name))))  # at C speed: a check per record
+        return tuple(c for c in self.calls if c.name == name)
 
     def calls_in_turn(self, turn: int) -> tuple[ToolCall, ...]:
         """The calls one assistant turn made (parallel: no order among them)."""
