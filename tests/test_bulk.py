@@ -17,13 +17,16 @@ import pytest
 import trajrun
 from bulk_logs import SUITE, expected, line, record, write_logs
 from cli_helpers import invoke_in
+from hypothesis import given
+from hypothesis import strategies as st
+from properties import PROPERTY
 from trajrun.errors import SuiteErrors
 from trajrun.reports.console import ConsoleReporter
 from trajrun.run.bulk import BulkOptions
 from trajrun.run.bulk_eval import BulkSpec, evaluate_partition
 from trajrun.run.runner import RunOptions, run_paths
 from trajrun.sources.records import PartitionReader, partitions
-from trajrun.sources.streams import CHUNK, gunzip_chunks
+from trajrun.sources.streams import CHUNK, Lost, gunzip_chunks, lines
 
 TOTAL = 600
 
@@ -152,6 +155,31 @@ def test_a_highly_compressed_file_inflates_a_chunk_at_a_time() -> None:
     pieces = list(gunzip_chunks(io.BytesIO(data)))
     assert len(data) < CHUNK < len(text) and max(map(len, pieces)) <= CHUNK
     assert b"".join(pieces) == text + text[:5000]
+
+
+def reference_lines(data: bytes, limit: int) -> list[tuple[int, bytes | None]]:
+    """Every line of ``data`` at its offset, None for one past ``limit`` bytes; no empty last line."""
+    found, offset = [], 0
+    parts = data.split(b"\n")
+    for index, part in enumerate(parts):
+        if part or index < len(parts) - 1:
+            found.append((offset, part if len(part) <= limit else None))
+        offset += len(part) + 1
+    return found
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from([b"a", b"bc", b"\n", b"defgh", b"\n\n", b"ijklmnopq"]), max_size=40),
+       st.lists(st.integers(1, 12), min_size=1, max_size=8), st.integers(0, 12))
+def test_lines_across_any_chunks_are_the_lines_of_the_whole(pieces: list[bytes], sizes: list[int], limit: int) -> None:
+    """However the bytes are chunked, the lines (and those past the limit, lost at their offset) are the same."""
+    data, chunks, at = b"".join(pieces), [], 0
+    while at < len(data):
+        size = sizes[len(chunks) % len(sizes)]
+        chunks.append(data[at : at + size])
+        at += size
+    got = [(found.offset, None if isinstance(found.data, Lost) else found.data) for found in lines(iter(chunks), limit)]
+    assert got == reference_lines(data, limit)
 
 
 def test_no_matching_file_and_no_records_are_case_errors(tmp_path: Path) -> None:
