@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from trajrun.suites.load import SuiteStream, load_suite, open_suite
 from trajrun.suites.model import Case
 from trajrun.yaml_core import YamlProblem, load_text
 from trajrun.yaml_items import Unsplittable, split_last_sequence
+from yaml_paths import paths_in
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "suites"
 RUN = '[{"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "search", "arguments": "{\\"q\\": \\"x\\"}"}}]}]'
@@ -62,13 +62,6 @@ def assert_same_as_whole(text: str, split: object, items: list) -> None:  # type
                 assert loaded.marks.value(path) == whole.marks.value(path), path
                 assert loaded.marks.key(path) == whole.marks.key(path), path
 
-
-def paths_in(data: object, path: tuple) -> Iterator[tuple]:  # type: ignore[type-arg]
-    """The key path of ``data`` and of every value inside it, depth first."""
-    yield path
-    children = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
-    for key, value in children:
-        yield from paths_in(value, (*path, key))
 
 
 def test_example_suites_split_into_the_same_data_and_marks() -> None:

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from properties import PROPERTY
 from yaml.nodes import MappingNode, Node, SequenceNode
-
 from trajrun.yaml_core import Marks, NodeBuilder, Pos, compose, load_text
+from yaml_paths import paths_in
 
 SHARED = [
     "base: &b {mode: strict, tags: [a, b]}\ncases:\n  - <<: *b\n    name: one\n  - {<<: *b, mode: subset}\n",
@@ -51,12 +51,6 @@ def recorded(root: Node) -> tuple[dict[tuple[Any, ...], Any], dict[tuple[Any, ..
 
     visit(root, ())
     return values, keys
-
-
-def paths_in(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """The key path of ``data`` and of every value inside it."""
-    children = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
-    return [path, *(sub for key, value in children for sub in paths_in(value, (*path, key)))]
 
 
 def assert_marks_as_recorded(text: str) -> None:
