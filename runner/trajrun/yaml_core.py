@@ -90,7 +90,7 @@ class Marks:
     """The marks of the rest of the document, for paths outside ``prefix``."""
     pinned: dict[Path, Any] = field(default_factory=dict)
     """Marks set by hand, standing for the paths under them too: where a piece's items start in the whole file."""
-    _found: dict[Path, tuple[Any, Any, bool]] = field(default_factory=dict, repr=False)
+    _found: dict[Path, tuple[Any, Any, bool]] = field(default_factory=dict, init=False, repr=False)
     """Walks already done (a suite asks for every step's position, under the same few parents)."""
 
     def value(self, path: Path) -> Pos:
@@ -138,7 +138,7 @@ class Marks:
                 found = (self.root, None, self.root is not None)
             else:
                 parent, _, reached = self._find(path[:-1])
-                child = child_node(parent, path[-1]) if reached else None
+                child = _child_node(parent, path[-1]) if reached else None
                 found = (child[1], child[0], True) if child is not None else (parent, None, False)
             self._found[path] = found
         return found
@@ -147,7 +147,7 @@ class Marks:
 _START = attrgetter("start_mark")
 
 
-def child_node(node: Node, step: PathKey) -> tuple[Node | None, Node] | None:
+def _child_node(node: Node, step: PathKey) -> tuple[Node | None, Node] | None:
     """The key node (None for an item) and value node at ``step`` under ``node``, as ``NodeBuilder`` reads them:
     a mapping's first key of that name, else its ``<<`` merges in order; None when there is none."""
     if isinstance(node, SequenceNode):
@@ -164,7 +164,7 @@ def child_node(node: Node, step: PathKey) -> tuple[Node | None, Node] | None:
             return key, value
     for value in merges:
         for source in value.value if isinstance(value, SequenceNode) else [value]:
-            found = child_node(source, step)
+            found = _child_node(source, step)
             if found is not None:
                 return found
     return None

@@ -84,7 +84,7 @@ class Ctx:
         inside = any(len(p) > len(path) and p[: len(path)] == path for p in self.origins)
         if positions is None or len(positions) != count or inside:  # not written as one list: item by item
             return [self.loc((*path, i)) for i in range(count)]
-        head = format_path(where)
+        head = format_path(where)  # each item's path is format_path((*where, i)): the head, then [i]
         return [Location(self.file, line, column, f"{head}[{i}]") for i, (line, column) in enumerate(positions)]
 
     def error(self, path: KeyPath, message: str, key: bool = False) -> None:
