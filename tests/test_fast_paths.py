@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 from properties import PROPERTY
 from trajrun.errors import SourceError
-from trajrun.match.checks import OTHER_CHECKS, checks_for
+from trajrun.match.checks import OTHER_CHECKS
 from trajrun.match.compatibility import Candidates
 from trajrun.match.evaluate import evaluate
-from trajrun.match.expectation import MODES, Budget, Expectation, Step
+from trajrun.match.expectation import ANY_ARGS, MODES, UNSET, Budget, CountBound, Expectation, Step
 from trajrun.match.matchers import compile_value
+from trajrun.match.quick import quick_pass
 from trajrun.match.values import canon, compare_value, flat_match, is_flat, same_flat
-from trajrun.run.bulk_eval import BulkSpec, _verdict
+from trajrun.run.bulk_eval import BulkSpec, _Plan, _verdict
 from trajrun.sources import FORMATS, read_trajectory
 from trajrun.sources import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai_responses, otel
 from trajrun.sources.builder import Builder, NotThisFormat, _decode_all, decode_args
 from trajrun.sources.detect import _REFUSE_DOCS, _REFUSE_LISTS, _detect, _messages_of, _try_each
 from trajrun.sources.records import Record, compile_path
-from trajrun.trajectory import ToolCall, Trajectory
+from trajrun.trajectory import ToolCall, Trajectory, Usage
 
 FLAT_VALUES = st.sampled_from([1, 1.0, 2, 0, -0.0, "1", "a", None, True, False, [1], {"k": 1}])
 MAPS = st.dictionaries(st.sampled_from(["x", "y", "z"]), FLAT_VALUES, max_size=3)
@@ -269,14 +271,15 @@ STEPS = st.lists(NAMES.map(Step), max_size=3)
 @given(MESSAGES, STEPS, st.sampled_from(MODES), st.lists(NAMES, max_size=1), st.integers(0, 4))
 def test_reading_without_details_changes_no_bulk_record(messages: list[Any], steps: list[Step], mode: str, never: list[str],
                                             calls: int) -> None:
-    """Checks that never look at arguments or results give every record the same result read without them."""
+    """Checks that never look at arguments or results give every record the same result read without them, and
+    with the quick pass."""
     expect = Expectation(steps=tuple(steps), mode=mode, never=tuple(never),  # type: ignore[arg-type]
                          budget=Budget(calls=calls))
     assert not expect.reads_call_details
     record = Record(1, {"id": "r", "messages": messages})
-    spec, select = BulkSpec(expect), compile_path("$.messages")
-    lean = _verdict(spec, record, select, None, False, checks_for(expect))
-    assert lean == _verdict(spec, record, select, None, True, OTHER_CHECKS)
+    spec = BulkSpec(expect, select="$.messages")
+    full = _Plan(compile_path("$.messages"), None, True, OTHER_CHECKS, None, None)  # no quick pass either
+    assert _verdict(spec, record, _Plan.of(spec)) == _verdict(spec, record, full)
 
 
 def test_reading_without_details_still_raises_where_decoding_or_pairing_raises() -> None:
@@ -300,3 +303,75 @@ def test_only_steps_with_args_result_or_error_read_call_details() -> None:
     checks = Expectation(steps=(Step("a"),), never=("b",), budget=Budget(calls=1), answer="done")
     assert not checks.reads_call_details
     assert not Expectation().reads_call_details
+
+
+def _rarely(strategy: Any, absent: Any) -> Any:
+    """``strategy`` one time in four, else the check left out: a run passes a case only if it passes every check."""
+    return st.one_of(st.just(absent), st.just(absent), st.just(absent), strategy)
+
+
+QUICK_CASES = st.fixed_dictionaries({
+    "steps": st.none() | st.lists(st.one_of(NAMES.map(Step), NAMES.map(lambda name: Step(name, {"q": 1}))), max_size=4),
+    "mode": st.sampled_from(MODES),
+    "never": _rarely(st.lists(NAMES, min_size=1, max_size=2).map(tuple), ()),
+    "calls": _rarely(st.dictionaries(NAMES, st.builds(CountBound, st.none() | st.integers(0, 2),
+                                                       st.none() | st.integers(0, 3)), min_size=1, max_size=2), {}),
+    "budget": _rarely(st.builds(Budget, st.none() | st.integers(0, 6), st.none() | st.integers(0, 4),
+                                st.none() | st.integers(0, 30)), None),
+    "before": _rarely(st.lists(st.tuples(NAMES, NAMES), min_size=1, max_size=2).map(tuple), ()),
+    "answer": _rarely(st.just("done"), UNSET),
+    "threshold": _rarely(st.just(0.5), None),
+})  # fmt: skip
+
+
+@PROPERTY
+@given(QUICK_CASES, st.lists(st.tuples(NAMES, st.integers(0, 3)), max_size=7).map(lambda calls: sorted(calls, key=lambda call: call[1])),
+       st.none() | st.builds(Usage, st.integers(0, 20), st.integers(0, 20)), st.sampled_from([None, "done", "no"]))
+def test_quick_pass_is_the_verdict_of_evaluate(case: dict[str, Any], calls: list[tuple[str, int]], usage: Usage | None,
+                                               answer: str | None) -> None:
+    """Where the quick test applies (steps that are names alone, or none), it passes exactly the runs ``evaluate``
+    passes, with the same score; elsewhere there is none."""
+    steps = None if case["steps"] is None else tuple(case["steps"])
+    expect = Expectation(**{**case, "steps": steps})
+    bare = steps is None or (bool(steps) and all(s.args is ANY_ARGS for s in steps)
+                             and expect.mode in ("unordered", "superset", "subset") and expect.threshold is None)
+    assert (quick_pass(expect) is not None) == bare
+    if quick_pass(expect) is not None:
+        event("quick passes" if _same_verdict(expect, calls, usage, answer) else "quick fails")
+
+
+RUNS = [list(names) for size in range(5) for names in itertools.product("abc", repeat=size)]
+"""Every run of up to four calls of three tools."""
+ONE_CHECK = [
+    *(Expectation(steps=tuple(map(Step, names)), mode=mode)  # type: ignore[arg-type]
+      for names in (*itertools.product("abc", repeat=1), *itertools.product("abc", repeat=2),
+                    *itertools.product("ab", repeat=3)) for mode in ("unordered", "superset", "subset")),
+    *(Expectation(never=never) for never in (("a",), ("b",), ("a", "b"), ("d",))),
+    *(Expectation(calls={"a": CountBound(low, high)}) for low in (None, 0, 1, 2) for high in (None, 0, 1, 2)),
+    *(Expectation(budget=Budget(calls=n)) for n in range(5)), *(Expectation(budget=Budget(turns=n)) for n in range(4)),
+    *(Expectation(budget=Budget(tokens=n)) for n in (9, 10, 11)),
+    *(Expectation(before=((first, then),)) for first in "abd" for then in "abd"),
+    Expectation(before=(("a", "b"), ("b", "c"))),
+    *(Expectation(answer=answer) for answer in ("done", "no")),
+]  # fmt: skip
+
+
+def test_quick_pass_of_each_check_is_the_verdict_of_evaluate() -> None:
+    """Each check the quick test knows, alone, on every run of up to four calls (one call a turn and no usage, or
+    two a turn and usage): it passes exactly the runs ``evaluate`` passes."""
+    for expect in ONE_CHECK:
+        for names, (per_turn, usage) in itertools.product(RUNS, ((1, None), (2, Usage(4, 6)))):
+            _same_verdict(expect, [(name, i // per_turn) for i, name in enumerate(names)], usage, "done")
+
+
+def _same_verdict(expect: Expectation, calls: list[tuple[str, int]], usage: Usage | None, answer: str | None) -> bool:
+    """The quick test of ``expect`` on a run of ``(name, turn)`` calls gives the verdict of ``evaluate``, and a pass
+    its score; returns the verdict."""
+    quick = quick_pass(expect)
+    assert quick is not None
+    run = tuple(ToolCall(name, {}, turn=turn, position=i) for i, (name, turn) in enumerate(calls))
+    traj, (passes, score) = Trajectory(run, max((turn for _, turn in calls), default=0) + 1, usage, answer), quick
+    evaluation = evaluate(expect, traj, verdict_only=True)
+    assert passes(traj) == evaluation.passed
+    assert not passes(traj) or score == evaluation.score
+    return evaluation.passed

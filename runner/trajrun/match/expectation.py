@@ -79,6 +79,12 @@ def steps_of(calls: Iterable[ToolCall]) -> tuple[Step, ...]:
     return rows_as(Step, rows)
 
 
+def is_bare(step: Step) -> bool:
+    """Whether a step is a tool's name alone (no arguments, rule, result, error or group)."""
+    return step.args is ANY_ARGS and step.args_mode is None and step.result is UNSET and step.error is None \
+        and step.group is None
+
+
 _NAME = attrgetter("name")
 _ARGS = attrgetter("args")
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..trajectory import ToolCall
 from .bipartite import max_matching
 from .compatibility import Candidates
-from .expectation import ANY_ARGS, UNSET, Step
+from .expectation import Step, is_bare
 
 Pairs = dict[int, int]
 """Expected step index -> actual call position."""
@@ -45,7 +45,7 @@ def by_name(mode: str, cand: Candidates) -> Pairs | None:
     Bare names of one tool make one class whose candidates are that tool's calls, disjoint from every other
     class's: the general matching pairs the class's steps in order with its calls in order, as here.
     """
-    if mode not in ("unordered", "superset", "subset") or not cand.steps or not all(map(_bare, cand.steps)):
+    if mode not in ("unordered", "superset", "subset") or not cand.steps or not all(map(is_bare, cand.steps)):
         return None
     taken: dict[str, int] = {}
     pairs: Pairs = {}
@@ -56,12 +56,6 @@ def by_name(mode: str, cand: Candidates) -> Pairs | None:
         pairs[index] = pool[k]
         taken[step.name] = k + 1
     return pairs if mode == "superset" or len(pairs) == len(cand.calls) else None
-
-
-def _bare(step: Step) -> bool:
-    """Whether a step is a tool's name alone."""
-    return step.args is ANY_ARGS and step.args_mode is None and step.result is UNSET and step.error is None \
-        and step.group is None
 
 
 def _rising(calls: tuple[ToolCall, ...]) -> bool:

@@ -21,6 +21,7 @@ from ..frozen import frozen
 from ..match.checks import Check, checks_for
 from ..match.evaluate import evaluate
 from ..match.expectation import Expectation
+from ..match.quick import QuickPass, quick_pass
 from ..sources import read_trajectory
 from ..sources.records import Partition, PartitionReader, Record, compile_path
 from .bulk_results import WORST, RecordResult, Tally, labels_of
@@ -72,11 +73,10 @@ def young_gc_rarely() -> Iterator[None]:
 def evaluate_records(spec: BulkSpec, records: Iterable[Record],
                      emit: Emit | None = None) -> tuple[list[RecordResult], Tally]:
     """Evaluate records in order, counting every one and keeping what ``spec`` asks for (see ``evaluate_partition``)."""
-    select, name = compile_path(spec.select), compile_path(spec.id)
-    details, checks = spec.expect.reads_call_details, checks_for(spec.expect)
+    plan = _Plan.of(spec)
     tally, kept, failing, since = Tally(), [], 0, 0
     for record in records:
-        result, labels = _verdict(spec, record, select, name, details, checks)
+        result, labels = _verdict(spec, record, plan)
         tally.add(result, labels)
         if spec.keep_all or (result.outcome != "passed" and failing < WORST):
             kept.append(result)
@@ -91,24 +91,44 @@ def evaluate_records(spec: BulkSpec, records: Iterable[Record],
     return kept, tally
 
 
-def _verdict(spec: BulkSpec, record: Record, select: Any, name: Any, details: bool,
-             checks: tuple[Check, ...]) -> tuple[RecordResult, list[str]]:
-    """One record's result and the labels its failures count under; nothing it holds can raise past here.
-    ``details=False``: the checks never look at calls' arguments or results, so records are read without them;
-    ``checks``: the expectation's checks beside the steps."""
+@frozen
+class _Plan:
+    """What evaluating each record of a spec takes, worked out once: the compiled ``select`` and ``id`` paths,
+    whether the checks read calls' arguments or results (``details``; if not, records are read without them), the
+    checks beside the steps, and the quick test of a passing record with the score it gives (``match.quick``)."""
+
+    select: Any
+    name: Any
+    details: bool
+    checks: tuple[Check, ...]
+    quick: QuickPass | None
+    score: float | None
+
+    @classmethod
+    def of(cls, spec: BulkSpec) -> _Plan:
+        """The plan of ``spec``."""
+        quick, score = quick_pass(spec.expect) or (None, None)
+        return cls(compile_path(spec.select), compile_path(spec.id), spec.expect.reads_call_details,
+                   checks_for(spec.expect), quick, score)
+
+
+def _verdict(spec: BulkSpec, record: Record, plan: _Plan) -> tuple[RecordResult, list[str]]:
+    """One record's result and the labels its failures count under; nothing it holds can raise past here."""
     if record.error is not None:
         return RecordResult(record.key, None, "error", (), _one_line(f"source: {record.error}")), []
-    rid = _record_id(name, record.doc)
+    rid = _record_id(plan.name, record.doc)
     try:
-        doc = select(record.doc) if select is not None else record.doc
-        run = read_trajectory(doc, spec.format, origin="", details=details)
-        evaluation = evaluate(spec.expect, run, verdict_only=True, checks=checks)
+        doc = plan.select(record.doc) if plan.select is not None else record.doc
+        run = read_trajectory(doc, spec.format, origin="", details=plan.details)
+        if plan.quick is not None and plan.quick(run):  # most records
+            return RecordResult(record.key, rid, "passed", (), "passed", plan.score), []
+        evaluation = evaluate(spec.expect, run, verdict_only=True, checks=plan.checks)
     except TrajrunError as exc:
         return RecordResult(record.key, rid, "error", (), _one_line(f"source: {exc}")), []
     except Exception as exc:  # noqa: BLE001 - one record's trouble never stops the others
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return RecordResult(record.key, rid, "error", (), f"internal error: {last} (please report it)"), []
-    if not (evaluation.errors or evaluation.failures):  # most records
+    if not (evaluation.errors or evaluation.failures):
         return RecordResult(record.key, rid, "passed", (), "passed", evaluation.score), []
     outcome = "error" if evaluation.errors else "failed"
     failed = tuple(f.check for f in evaluation.failures)
