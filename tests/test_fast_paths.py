@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import event, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 from properties import PROPERTY
 from trajrun.errors import SourceError
@@ -195,6 +195,7 @@ DOC_READERS = (otel, graph, langgraph, native)
 LIST_READERS = (anthropic, gemini, bedrock, openai_responses, langchain)
 ITEMS = st.sampled_from([
     {"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}, {"role": "user", "content": []},
+    {"role": "user", "content": "go", "name": "ann"}, {"content": "go"}, {"role": "user", "content": {"parts": []}},
     {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "function": {"name": "s", "arguments": "{}"}}]},
     {"role": "assistant", "content": "done"}, {"role": "assistant", "content": "x", "usage": {"input_tokens": 1}},
     {"role": "assistant", "function_call": {"name": "s", "arguments": "{}"}}, {"role": "tool", "content": "ok"},
@@ -223,6 +224,9 @@ DOCS = st.one_of(st.lists(ITEMS, max_size=5), st.builds(lambda top, items: {**to
 
 @PROPERTY
 @given(DOCS)
+@example([{"role": "user", "content": "go"}, {"type": "message", "role": "assistant", "content": "hi"}])
+@example([{"role": "user", "content": "go"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "c",
+                                                                               "name": "s", "input": {}}]}])
 def test_refusals_are_sure(doc: Any) -> None:
     """A reader's ``refuses`` (of the document) or ``refuses_list`` (of its messages) is True only when its ``read``
     refuses; detection skipping the readers that refuse agrees with trying each."""

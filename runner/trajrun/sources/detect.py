@@ -116,8 +116,7 @@ def _messages_of(doc: Any) -> Any:
 def _detect(doc: Any, origin: str, fix: str, hint: str, details: bool = True) -> Trajectory:
     """Try every format in order; the first that fits wins. None fitting is one line; each reason is on the error."""
     messages = _messages_of(doc)
-    if isinstance(messages, list) and all(refuses(doc) for refuses in _REFUSE_DOCS) and \
-            all(refuses(messages) for refuses in _REFUSE_LISTS):
+    if isinstance(messages, list) and _all_refuse(doc, messages):
         # Chat Completions messages (the usual bulk record): every earlier reader is sure to refuse them, and raising
         # and catching nine refusals cost a quarter of reading them. If openai refuses too, _try_each says why.
         try:
@@ -125,6 +124,25 @@ def _detect(doc: Any, origin: str, fix: str, hint: str, details: bool = True) ->
         except NotThisFormat:
             pass
     return _try_each(doc, origin, fix, hint, details)
+
+
+def _all_refuse(doc: Any, messages: list[Any]) -> bool:
+    """Whether every reader before ``openai`` surely refuses ``doc`` (whose message list is ``messages``). A list
+    that opens with a plain chat message, role and text alone, is refused by the six that look no further than
+    its first item (four of them take only mappings), so only the two that scan the list are asked."""
+    if doc is messages and _plain_head(messages):
+        return anthropic.refuses_list(messages) and openai_responses.refuses_list(messages)
+    return all(refuses(doc) for refuses in _REFUSE_DOCS) and all(refuses(messages) for refuses in _REFUSE_LISTS)
+
+
+def _plain_head(messages: list[Any]) -> bool:
+    """Whether the first message is a mapping of ``role``, ``content`` and ``name`` at most, its content a string: no
+    span, export, parts, author, content blocks or type, so otel, gemini, bedrock and langchain refuse the list."""
+    head = messages[0] if messages else None
+    return type(head) is dict and head.keys() <= _PLAIN_KEYS and type(head.get("content")) is str
+
+
+_PLAIN_KEYS = frozenset({"role", "content", "name"})
 
 
 def _try_each(doc: Any, origin: str, fix: str, hint: str, details: bool = True) -> Trajectory:
