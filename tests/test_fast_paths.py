@@ -286,18 +286,25 @@ def test_reading_without_details_changes_no_bulk_record(messages: list[Any], ste
     assert _verdict(spec, record, _Plan.of(spec)) == _verdict(spec, record, full)
 
 
-def test_reading_without_details_still_raises_where_decoding_or_pairing_raises() -> None:
-    """Arguments nested past the recursion limit are decoded, and a set as result id paired: the same errors."""
+def test_arguments_too_deep_and_ids_that_cannot_be_hashed_raise_nothing() -> None:
+    """Arguments nested past the recursion limit stay text; a result whose id cannot be hashed (a set, from a Python
+    source) pairs by order alone, one whose name cannot be hashed with nothing, as a list or a mapping do. Read with
+    details or without (arguments then stay text and nothing pairs)."""
     deep = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
     call = {"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "a", "arguments": "{}"}}]}
     deep_call = {"role": "assistant", "tool_calls": [{"id": "c0", "function": {"name": "a", "arguments": deep}}]}
-    for details in (True, False):
-        with pytest.raises(RecursionError):
-            read_trajectory([deep_call], details=details)
-        with pytest.raises(TypeError):
-            read_trajectory([call, {"role": "tool", "tool_call_id": {"c0"}, "content": "ok"}], details=details)
-    lean = read_trajectory([call, {"role": "tool", "tool_call_id": "c0", "content": "ok"}], details=False).calls[0]
-    assert (lean.args, lean.has_result) == ("{}", False)
+    odd = {"role": "tool", "tool_call_id": {"c0"}, "content": "ok"}
+    assert read_trajectory([deep_call]).calls[0].args == deep
+    assert decode_args(deep) == deep
+    full = read_trajectory([call, odd]).calls[0]
+    assert (full.args, full.result, full.has_result) == ({}, "ok", True)
+    for doc in ([deep_call], [call, odd]):
+        lean = read_trajectory(doc, details=False).calls[0]
+        assert (lean.has_result, lean.result, isinstance(lean.args, str)) == (False, None, True)
+    builder = Builder()
+    builder.call("a", "{}", ["c0"])
+    builder.result("ok", None, ("a", ["y"]))
+    assert not builder.finish("openai").calls[0].has_result
 
 
 def test_only_steps_with_args_result_or_error_read_call_details() -> None:

@@ -20,7 +20,6 @@ _NO_JSON = object()
 _SCAN = make_scanner(json.JSONDecoder())
 _JSON_SPACE = " \t\n\r"
 _DICT_ONLY = frozenset({dict})
-_SHALLOW = 100  # brackets: no nesting this deep reaches the recursion limit from where readers run
 
 
 class NotThisFormat(Exception):
@@ -57,7 +56,7 @@ def _decode_object(raw: str, start: int) -> dict[str, Any] | str:
     """
     try:
         value, end = _SCAN(raw, start)
-    except (ValueError, StopIteration):
+    except (ValueError, StopIteration, RecursionError):  # nested past the recursion limit: kept as text too
         return raw
     if end != len(raw) and raw[end:].strip(_JSON_SPACE):
         return raw
@@ -80,16 +79,6 @@ def _decode_all(raws: list[Any]) -> list[Any]:
         if list(ends) == list(map(len, raws)) and set(map(type, values)) <= _DICT_ONLY:
             return list(values)
     return list(map(decode_args, raws))
-
-
-def _decoding_cannot_raise(raws: list[Any]) -> bool:
-    """Whether decoding ``raws`` surely raises nothing, so leaving them undecoded changes no outcome: all text (other
-    values are dumped as JSON, which can fail), with too few brackets to nest deep enough for a RecursionError."""
-    try:
-        text = "".join(raws)
-    except TypeError:
-        return False
-    return text.count("{") + text.count("[") <= _SHALLOW
 
 
 def _block_text(block: Any) -> str | None:
@@ -160,8 +149,9 @@ class Builder:
     Calls and results are only recorded as the reader walks; names are checked, arguments decoded
     and results paired in :meth:`finish`, each in one pass, so a reader that gives up half-way
     (format detection) pays for none of it and the per-call cost while walking stays small. With
-    ``details=False`` (a caller that reads neither), arguments stay undecoded and results unpaired
-    wherever doing them could not have raised.
+    ``details=False`` (a caller that reads neither), results stay unpaired and arguments undecoded where all are
+    text (neither can fail then: an id that cannot be hashed pairs with nothing, text that is not one JSON
+    object stays text).
     """
 
     __slots__ = ("_names", "_args", "_ids", "_turns", "_pending", "_queues", "_queued", "_usages", "answer",
@@ -223,30 +213,24 @@ class Builder:
         has_result = [False] * count
         errors: list[bool | None] = [None] * count
         lean = not self._details
-        if self._pending and not (lean and self._pairing_cannot_raise()):
+        if self._pending and not lean:
             self._pair(results, has_result, errors)
         raws = self._args
-        args = raws if lean and _decoding_cannot_raise(raws) else _decode_all(raws)
+        # text never fails to decode (it stays text); another value is dumped as JSON, which can fail: decoded even lean
+        args = raws if lean and all(map(isinstance, raws, repeat(str))) else _decode_all(raws)
         columns = (names, args, self._ids, self._turns, range(count), results, has_result, errors,
                    repeat(None))  # no durations: trace readers set them afterwards
         usage = run_usage if run_usage is not None else _sum_usage(self._usages)
         return Trajectory(rows_as(ToolCall, zip(*columns)), len(self._usages), usage, self.answer, None, fmt)
 
-    def _pairing_cannot_raise(self) -> bool:
-        """Whether pairing surely raises nothing, so skipping it changes no outcome: every call id, result id and
-        result name hashable (an unhashable one other than a list or a mapping is a TypeError there)."""
-        _, call_ids, names, _, _ = zip(*self._pending)
-        try:
-            hash((tuple(self._ids), call_ids, names))
-        except TypeError:
-            return False
-        return True
-
     def _pair(self, results: list[Any], has_result: list[bool], errors: list[bool | None]) -> None:
         """Fill the result columns: each recorded result, in history order, with the call it pairs with."""
         first = _first_index(self._ids)
         for content, call_id, name, error, known in self._pending:
-            index = known if call_id is None or type(call_id) in _UNHASHABLE else first.get(call_id, known)
+            try:
+                index = known if call_id is None else first.get(call_id, known)
+            except TypeError:  # an id that cannot be hashed (a list, a mapping) names no call
+                index = known
             if index >= known or has_result[index]:
                 index = self._next_waiting(name, known, has_result)
                 if index is None:
@@ -259,7 +243,7 @@ class Builder:
     def _next_waiting(self, name: Any, known: int, has_result: list[bool]) -> int | None:
         """Pop the first of the first ``known`` calls still without a result: of tool ``name``, or any when None.
 
-        A ``name`` that is a list or a mapping names no tool: the result pairs with nothing.
+        A ``name`` that cannot be hashed (a list, a mapping) names no tool: the result pairs with nothing.
         """
         queues = self._queues
         names = self._names
@@ -267,7 +251,7 @@ class Builder:
             queues.setdefault(names[index], deque()).append(index)
             queues.setdefault(None, deque()).append(index)
         self._queued = max(self._queued, known)
-        queue = None if type(name) in _UNHASHABLE else queues.get(name)  # a list or map names no tool
+        queue = _lookup(queues, name, None)
         while queue:
             index = queue.popleft()
             if not has_result[index]:
@@ -276,14 +260,29 @@ class Builder:
 
 
 def _first_index(ids: list[Any]) -> dict[Any, int]:
-    """The index of each id's first call; an id that is a list or a mapping (not JSON scalar) never pairs."""
+    """The index of each id's first call; an id that cannot be hashed (a list, a mapping: no JSON scalar) never
+    pairs."""
     try:
         return dict(zip(reversed(ids), range(len(ids) - 1, -1, -1)))
     except TypeError:
-        return {call_id: index for index, call_id in reversed(list(enumerate(ids))) if type(call_id) not in _UNHASHABLE}
+        return {call_id: index for index, call_id in reversed(list(enumerate(ids))) if _hashable(call_id)}
 
 
-_UNHASHABLE = (list, dict)
+def _lookup(table: dict[Any, Any], key: Any, default: Any) -> Any:
+    """``table.get(key, default)``; a key that cannot be hashed finds nothing."""
+    try:
+        return table.get(key, default)
+    except TypeError:
+        return default
+
+
+def _hashable(value: Any) -> bool:
+    """Whether ``value`` can be a dictionary key."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _sum_usage(usages: list[Usage | None]) -> Usage | None:

@@ -22,10 +22,11 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     add_name, add_raw, add_id, add_turn = names.append, raws.append, ids.append, turns.append
     add_result, add_usage = pending.append, usages.append
     answer = None
-    for i, message in enumerate(messages):
+    for message in messages:  # no enumerate: an error finds its item's index (_index)
         role = message.get("role") if isinstance(message, dict) else None
         if role == "tool":
-            add_result((message.get("content"), message.get("tool_call_id"), message.get("name"), None, len(names)))
+            if details:  # else the builder pairs no result
+                add_result((message.get("content"), message.get("tool_call_id"), message.get("name"), None, len(names)))
         elif role == "assistant":
             content = message.get("content")
             turn = len(usages)
@@ -34,7 +35,7 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
                 answer = text_of(content) or answer
             calls = message.get("tool_calls")
             if calls and not isinstance(calls, (list, tuple)):
-                raise NotThisFormat(f"item {i} has 'tool_calls' that is not a list")
+                raise NotThisFormat(f"item {_index(messages, message)} has 'tool_calls' that is not a list")
             for call in calls or ():
                 spec = call.get("function") if type(call) is dict else None
                 if type(spec) is dict and "arguments" in spec:
@@ -45,15 +46,20 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
                 else:
                     _call(builder.call, call)
             legacy = message.get("function_call")
-            if isinstance(legacy, dict):
+            if legacy is not None and isinstance(legacy, dict):
                 builder.call(legacy.get("name"), legacy.get("arguments"))
         elif not isinstance(role, str):
-            raise NotThisFormat(f"item {i} has no 'role'")
+            raise NotThisFormat(f"item {_index(messages, message)} has no 'role'")
         elif role == "function":
             builder.result(message.get("content"), None, message.get("name"))
     if answer is not None:
         builder.answer = answer
     return builder.finish(FORMAT, usage)
+
+
+def _index(messages: list[Any], message: Any) -> int:
+    """The index of ``message`` itself (not an equal one) in ``messages``."""
+    return next(i for i, item in enumerate(messages) if item is message)
 
 
 def _messages(doc: Any) -> tuple[list[Any], Any]:
