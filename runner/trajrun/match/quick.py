@@ -15,7 +15,7 @@ from operator import attrgetter, le
 
 from ..trajectory import Trajectory
 from .checks import check_answer, check_latency, check_nodes, checks_for
-from .expectation import Expectation, is_bare
+from .expectation import Budget, Expectation, Step, is_bare
 
 QuickPass = Callable[[Trajectory], bool]
 """True only for a run on which ``evaluate`` finds no failure and no error."""
@@ -36,13 +36,9 @@ def quick_pass(expect: Expectation) -> tuple[QuickPass, float | None] | None:
     never, before, rest = expect.never, expect.before, tuple(c for c in checks_for(expect) if c in _ELSEWHERE)
     bounds = tuple((name, bound.min or 0, sys.maxsize if bound.max is None else bound.max)
                    for name, bound in expect.calls.items())
-    budget = expect.budget
-    most_calls, most_turns = sys.maxsize, sys.maxsize
-    tokens = None
-    if budget is not None:
-        most_calls = sys.maxsize if budget.calls is None else budget.calls
-        most_turns = sys.maxsize if budget.turns is None else budget.turns
-        tokens = budget.tokens
+    budget = expect.budget or Budget()
+    most_calls, most_turns = (sys.maxsize if most is None else most for most in (budget.calls, budget.turns))
+    tokens = budget.tokens
 
     def passes(run: Trajectory) -> bool:
         names = list(map(_NAME, run.calls))
@@ -50,7 +46,7 @@ def quick_pass(expect: Expectation) -> tuple[QuickPass, float | None] | None:
             return False
         if never and any(map(names.__contains__, never)):
             return False
-        if any(not low <= names.count(name) <= high for name, low, high in bounds):
+        if bounds and any(not low <= names.count(name) <= high for name, low, high in bounds):
             return False
         if tokens is not None and (run.usage is None or run.usage.total_tokens > tokens):
             return False
@@ -62,7 +58,7 @@ def quick_pass(expect: Expectation) -> tuple[QuickPass, float | None] | None:
     return passes, 1.0 if steps else None
 
 
-def _steps_test(mode: str, steps: tuple) -> Callable[[list[str]], bool]:  # type: ignore[type-arg]
+def _steps_test(mode: str, steps: tuple[Step, ...]) -> Callable[[list[str]], bool]:
     """Whether the calls' names pass steps that are names alone, as ``by_name`` pairs them: ``superset``, each
     name called at least as often as steps name it; ``unordered``, exactly as often and no other tool;
     ``subset``, at most as often and no other tool."""
