@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from operator import itemgetter
 from typing import Any
 
 import pytest
@@ -321,6 +322,8 @@ def _rarely(strategy: Any, absent: Any) -> Any:
     return st.one_of(st.just(absent), st.just(absent), st.just(absent), strategy)
 
 
+_turn = itemgetter(1)
+"""A ``(name, turn)`` call's turn: calls read from a source come in rising turns."""
 QUICK_CASES = st.fixed_dictionaries({
     "steps": st.none() | st.lists(st.one_of(NAMES.map(Step), NAMES.map(lambda name: Step(name, {"q": 1}))), max_size=4),
     "mode": st.sampled_from(MODES),
@@ -336,7 +339,7 @@ QUICK_CASES = st.fixed_dictionaries({
 
 
 @PROPERTY
-@given(QUICK_CASES, st.lists(st.tuples(NAMES, st.integers(0, 3)), max_size=7).map(lambda calls: sorted(calls, key=lambda call: call[1])),
+@given(QUICK_CASES, st.lists(st.tuples(NAMES, st.integers(0, 3)), max_size=7).map(lambda calls: sorted(calls, key=_turn)),
        st.none() | st.builds(Usage, st.integers(0, 20), st.integers(0, 20)), st.sampled_from([None, "done", "no"]))
 def test_quick_pass_is_the_verdict_of_evaluate(case: dict[str, Any], calls: list[tuple[str, int]], usage: Usage | None,
                                                answer: str | None) -> None:

@@ -22,7 +22,7 @@ QuickPass = Callable[[Trajectory], bool]
 _NAME = attrgetter("name")
 _BY_NAME = ("unordered", "superset", "subset")
 _ELSEWHERE = (check_latency, check_nodes, check_answer)
-"""Checks the quick test leaves to their own functions: rare in policies over logs, and read no names."""
+"""Checks the quick test runs as they are: rare in policies over logs."""
 
 
 def quick_pass(expect: Expectation) -> tuple[QuickPass, float | None] | None:

@@ -128,8 +128,8 @@ def _detect(doc: Any, origin: str, fix: str, hint: str, details: bool = True) ->
 
 def _all_refuse(doc: Any, messages: list[Any]) -> bool:
     """Whether every reader before ``openai`` surely refuses ``doc`` (whose message list is ``messages``). A list
-    that opens with a plain chat message, role and text alone, is refused by the six that look no further than
-    its first item (four of them take only mappings), so only the two that scan the list are asked."""
+    that opens with a plain chat message, role and text alone, is refused by seven of them (three take only
+    mappings, four look no further than the first item), so only the two that scan the list are asked."""
     if doc is messages and _plain_head(messages):
         return anthropic.refuses_list(messages) and openai_responses.refuses_list(messages)
     return all(refuses(doc) for refuses in _REFUSE_DOCS) and all(refuses(messages) for refuses in _REFUSE_LISTS)
