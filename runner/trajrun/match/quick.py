@@ -3,7 +3,8 @@
 A bulk case runs its checks on every record of a log, and most records pass. ``quick_pass`` turns an expectation
 whose steps are tool names alone (the usual policy over logs: ``steps: [lookup_user]``, ``never``, ``calls``,
 ``budget``) into one test of a run. A record that passes it needs no matching, report or failure list; any other
-record goes through ``evaluate``, which words its failures. The tests compare the two on random runs.
+record goes through ``evaluate``, which words its failures. The tests compare the two on every small run and on
+random ones.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Callable
-from operator import attrgetter, le
+from operator import le
 
 from ..trajectory import Trajectory
 from .checks import check_answer, check_latency, check_nodes, checks_for
@@ -19,7 +20,6 @@ from .expectation import Budget, Expectation, Step, is_bare
 
 QuickPass = Callable[[Trajectory], bool]
 """True only for a run on which ``evaluate`` finds no failure and no error."""
-_NAME = attrgetter("name")
 _BY_NAME = ("unordered", "superset", "subset")
 _ELSEWHERE = (check_latency, check_nodes, check_answer)
 """Checks the quick test runs as they are: rare in policies over logs."""
@@ -41,7 +41,7 @@ def quick_pass(expect: Expectation) -> tuple[QuickPass, float | None] | None:
     tokens = budget.tokens
 
     def passes(run: Trajectory) -> bool:
-        names = list(map(_NAME, run.calls))
+        names = run.names
         if len(names) > most_calls or run.turns > most_turns or (holds is not None and not holds(names)):
             return False
         if never and any(map(names.__contains__, never)):
