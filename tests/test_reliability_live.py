@@ -58,8 +58,11 @@ def slow():
 
 def imports():
     import importlib.util
-    found = [importlib.util.find_spec(name) for name in ("openai", "anthropic", "langchain")]
-    return forecast("shadowed" if any(spec and "trajrun" in str(spec.origin) for spec in found) else "clean")
+    # shadowed: a name found as one of trajrun's reader modules (any folder may be named trajrun)
+    readers = os.path.join("trajrun", "sources", "")
+    found = [(name, importlib.util.find_spec(name)) for name in ("openai", "anthropic", "langchain")]
+    shadowed = [name for name, spec in found if spec and str(spec.origin).endswith(readers + name + ".py")]
+    return forecast("shadowed" if shadowed else "clean")
 
 def unjsonable(kind):
     doc = forecast()
