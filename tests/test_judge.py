@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trajrun
 import xmlschema
-from judge_server import ChatServer, Reply, answer
+from judge_server import ChatServer, Reply, answer, serving
 from cli_helpers import invoke_in
 from trajrun.match.expectation import JudgeSpec
 from trajrun.reports import html
@@ -36,19 +36,12 @@ RUN = {
 }
 RUBRIC = "The agent looks up the forecast of every city it is asked about."
 FAST = JudgeOptions(backoff=0.01)
-ENV = ("TRAJRUN_JUDGE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
     """A loopback chat-completions server; the judge's environment variables cleared, proxies bypassed."""
-    for name in ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    chat = ChatServer()
-    yield chat
-    chat.close()
+    yield from serving(monkeypatch)
 
 
 def suite(folder: Path, url: str, cases: str, defaults: str = "") -> Path:
@@ -300,15 +293,14 @@ def test_no_judge_skips_never_passes(server: ChatServer, tmp_path: Path) -> None
     assert "2 judge checks skipped (--no-judge)" in html.headline(data["summary"])
 
 
-def test_without_the_extra_a_judged_case_names_the_install(server: ChatServer, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the openai package, the case errs with ``pip install 'trajrun[judge]'``; other cases run."""
+def test_the_judge_needs_no_openai_package(server: ChatServer, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request is made with the standard library: without the openai package a judged case still runs."""
     monkeypatch.setitem(sys.modules, "openai", None)
     path = suite(tmp_path, server.url, "- {name: a, source: run.json, judge: {rubric: good}}\n"
                                        "- {name: b, source: run.json, never: [refund_all]}\n")
     a, b = run(path).cases
-    assert a.message == "judge: judge checks need the openai package: pip install 'trajrun[judge]'"
-    assert (a.outcome, b.outcome) == ("error", "passed") and server.requests == []
+    assert (a.outcome, b.outcome) == ("passed", "passed") and len(server.requests) == 1
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
@@ -381,7 +373,7 @@ def test_the_schema_knows_the_judge_keys() -> None:
     from trajrun.suites.schema import schema_text
 
     validator = jsonschema.Draft7Validator(json.loads(schema_text()))
-    good = {"judge_defaults": {"model": "m", "base_url": "http://x/v1", "api_key": "{{ env.K }}", "timeout": 5,
+    good = {"judge_defaults": {"model": "m", "base_url": "http://x/v1", "api_key_env": "K", "timeout": 5,
                                "retries": 2, "temperature": 0},
             "defaults": {"judge": {"rubric": "r"}},
             "cases": [{"name": "a", "source": "r.json", "judge": {"rubric": "r", "reference": True, "threshold": 0.7,
@@ -389,6 +381,7 @@ def test_the_schema_knows_the_judge_keys() -> None:
     assert list(validator.iter_errors(good)) == []
     for judge in ({"reference": True}, {"rubric": "r", "refrence": True}, {"rubric": "r", "threshold": 2}):
         assert list(validator.iter_errors({"cases": [{"name": "a", "source": "r.json", "judge": judge}]}))
+    assert list(validator.iter_errors({"judge_defaults": {"api_key_env": "sk-abc"}, "cases": []}))
 
 
 def test_judged_cases_under_pytest(server: ChatServer, pytester: pytest.Pytester) -> None:

@@ -16,7 +16,7 @@ from ..errors import SourceError, did_you_mean
 EXTRAS: dict[str, tuple[str, ...]] = {
     "otel": ("google.protobuf", "opentelemetry.proto"),
     "langgraph": ("langgraph.checkpoint.sqlite",),
-    "judge": ("openai",),
+    "judge": (),  # empty: the judge needs nothing beyond the standard library
 }
 """Each extra of the ``trajrun`` package and the modules it makes importable."""
 

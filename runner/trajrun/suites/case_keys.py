@@ -11,7 +11,16 @@ from ..sources.extras import requirement_problem
 from ..yaml_core import Path as KeyPath
 from .bulk_keys import check_bulk_case
 from .document import Ctx
-from .expectation_keys import parse_budget, parse_calls, parse_latency, parse_steps, parse_tools
+from .expectation_keys import (
+    ARGS_MODE_MEANINGS,
+    MODE_MEANINGS,
+    named_rule,
+    parse_budget,
+    parse_calls,
+    parse_latency,
+    parse_steps,
+    parse_tools,
+)
 from .golden import golden_outside
 from .model import Case, Source
 from .source_keys import parse_source
@@ -61,12 +70,13 @@ class CaseBuilder:
         threshold = self._share("threshold", None)
         if threshold is not None and "steps" not in case and "golden" not in case:
             ctx.error(("threshold",), "threshold scores the steps, but this case has no steps or golden file", key=True)
-        mode = self._choice("mode", MODES, "match mode") or "strict"
+        mode = self._choice("mode", MODES, MODE_MEANINGS, "match mode") or "strict"
         self._check_groups(mode)
+        args_mode = self._choice("args_mode", ARGS_MODES, ARGS_MODE_MEANINGS, "argument rule") or "exact"
         return Expectation(
             steps=steps,
             mode=mode,  # type: ignore[arg-type]
-            args_mode=self._choice("args_mode", ARGS_MODES, "argument rule") or "exact",  # type: ignore[arg-type]
+            args_mode=args_mode,  # type: ignore[arg-type]
             tools=parse_tools(case["tools"], ("tools",), ctx) if "tools" in case else {},
             never=ctx.names(case["never"], ("never",), "never") if "never" in case else (),
             before=self._before(),
@@ -119,9 +129,9 @@ class CaseBuilder:
                                key=True)
                 return
 
-    def _choice(self, key: str, choices: tuple[str, ...], what: str) -> str | None:
+    def _choice(self, key: str, choices: tuple[str, ...], meanings: dict[str, str], what: str) -> str | None:
         """A key whose value is one of fixed names (``mode``, ``args_mode``)."""
-        return self.ctx.choice(self.case[key], choices, (key,), what) if key in self.case else None
+        return named_rule(self.case[key], choices, meanings, (key,), self.ctx, what) if key in self.case else None
 
     def _share(self, key: str, default: float | None) -> float | None:
         """A number from 0 to 1 (``threshold``, ``pass_rate``)."""
@@ -215,9 +225,10 @@ def _share_of(value: dict[str, Any], key: str, path: KeyPath, ctx: Ctx) -> float
 def judge_settings(value: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     """The checked fields of ``judge_defaults``."""
     out: dict[str, Any] = {}
-    for key in ("model", "base_url", "api_key"):
+    for key in ("model", "base_url", "api_key", "api_key_env"):
         if key in value and ctx.check(value[key], str, ("judge_defaults", key), f"{key} must be text"):
             out[key] = value[key]
+    _check_key_route(out, ctx)
     if "timeout" in value and ctx.check(value["timeout"], (int, float), ("judge_defaults", "timeout"),
                                         "timeout must be seconds"):
         if value["timeout"] > 0:
@@ -231,3 +242,58 @@ def judge_settings(value: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
                                             "temperature must be a number"):
         out["temperature"] = float(value["temperature"])
     return out
+
+
+def _check_key_route(out: dict[str, Any], ctx: Ctx) -> None:
+    """The judge's key reaches only an endpoint chosen with it: a suite's own ``base_url`` needs the suite's
+    ``api_key_env`` (or ``api_key``), else OPENAI_API_KEY would go to a host the suite picked; a server on
+    this machine needs none (it is sent no key). ``api_key_env`` must be a variable's name."""
+    import re  # deferred: only suites with judge_defaults need it
+
+    name = out.get("api_key_env")
+    if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        ctx.error(("judge_defaults", "api_key_env"), "api_key_env must be the name of an environment variable "
+                                                     "(letters, digits and _), such as JUDGE_API_KEY; is the key "
+                                                     "itself written there?")
+        del out["api_key_env"]
+    if name is not None and "api_key" in out:
+        ctx.error(("judge_defaults", "api_key_env"), "set api_key_env or api_key, not both")
+    url = out.get("base_url")
+    if not url:
+        return
+    host = _http_host(url)
+    if host is None:
+        ctx.error(("judge_defaults", "base_url"), "base_url must be an http:// or https:// URL with a host, in "
+                                                  "ASCII without spaces, such as http://localhost:8000/v1")
+    elif name is None and "api_key" not in out and not _loopback(host):
+        ctx.error(("judge_defaults", "base_url"), "a suite that sets its own base_url must name the variable "
+                                                  "that holds its key: add `api_key_env: MY_KEY` (OPENAI_API_KEY "
+                                                  "goes only to OPENAI_BASE_URL or the OpenAI API, never to a "
+                                                  "URL a suite picks; a server on this machine needs no key)")
+
+
+def _http_host(url: str) -> str | None:
+    """The host of an ``http://`` or ``https://`` URL; ``None`` for anything else (a bad port, spaces, control
+    characters and non-ASCII text included)."""
+    import urllib.parse  # deferred: only suites with a base_url need it
+
+    if not all(33 <= ord(c) <= 126 for c in url):
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - reading it raises ValueError for a port that is not 0-65535
+    except ValueError:
+        return None
+    return parts.hostname if parts.scheme in ("http", "https") else None
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is this machine: ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    import ipaddress  # deferred: only suites with a base_url need it
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -82,12 +82,14 @@ class Case:
 class JudgeSettings:
     """``judge_defaults``: how to reach the judge model; a field left ``None`` falls back to the environment.
 
-    ``api_key`` is kept out of ``repr`` so it never lands in a log or a report.
+    ``api_key`` is kept out of ``repr`` so it never lands in a log or a report; ``api_key_env`` names the
+    variable that holds the key. The environment's key never goes to the suite's own ``base_url``.
     """
 
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    api_key_env: str | None = None
     timeout: float = 60.0
     retries: int = 3
     temperature: float = 0.0
