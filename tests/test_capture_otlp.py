@@ -105,8 +105,8 @@ def test_a_malformed_body_is_rejected_and_reported(failing: dict[str, CaseResult
     """The receiver answers 400 and the case errs: spans are missing, the run must not pass."""
     result = failing["malformed body"]
     assert result.outcome == "error"
-    assert result.message.startswith("source: otlp_agent:run: the OTLP receiver rejected 1 request (answered with an "
-                                     "error status), so spans are missing: a malformed OTLP/protobuf body (")
+    assert result.message.startswith("source: otlp_agent:run: the OTLP receiver answered 400 to a request, so spans "
+                                     "are missing: a malformed OTLP/protobuf body (")
 
 
 def test_an_agent_that_hangs_is_killed_at_the_timeout(failing: dict[str, CaseResult]) -> None:
@@ -179,9 +179,9 @@ def test_the_receiver_answers_each_kind_of_request() -> None:
         receiver.close()
     with pytest.raises(SourceError) as info:
         receiver.exports()
-    assert str(info.value) == ("test: the OTLP receiver rejected 4 requests (answered with an error status), so spans "
-                               "are missing: a malformed OTLP/JSON body (Expecting property name enclosed in double "
-                               "quotes: line 1 column 2 (char 1))")  # fmt: skip
+    assert str(info.value) == ("test: the OTLP receiver answered 400 to a request, so spans are missing: a malformed "
+                               "OTLP/JSON body (Expecting property name enclosed in double quotes: line 1 column 2 "
+                               "(char 1)) (3 more requests failed)")  # fmt: skip
 
 
 def test_protobuf_ids_come_out_in_hex() -> None:
