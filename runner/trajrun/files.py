@@ -3,12 +3,15 @@
 A temporary file is written beside the target, then renamed into place. A device (``/dev/null``,
 ``/dev/full``), a folder, a FIFO or a socket at the path, directly or behind a symlink, is refused
 with a ``FileWriteError``, because renaming over it would swap a system file for trajrun's output.
+Also where a suite's project starts, which bounds where golden files are written and where
+``python:`` sources are imported from.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import stat
 import sys
@@ -136,3 +139,20 @@ def atomic_write(path: str | os.PathLike[str], dump: Callable[[BinaryIO], None],
             raise FileWriteError(_os_problem(path, exc, what)) from None
         raise
     _sync_folder(target.parent)
+
+
+PROJECT_MARKERS = ("pyproject.toml", ".git")
+
+
+def project_root(folder: Path) -> Path:
+    """The nearest folder from ``folder`` up that holds ``pyproject.toml`` or ``.git``; else ``folder`` itself."""
+    return _project_root(folder.resolve())
+
+
+@functools.lru_cache(maxsize=64)
+def _project_root(folder: Path) -> Path:
+    """``project_root`` of an absolute, resolved folder: cached, as every golden case of a suite asks it."""
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return folder

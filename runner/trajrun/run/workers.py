@@ -1,12 +1,15 @@
 """``-j N``: worker processes run shares of the suite files (a file split in contiguous parts when files are fewer
 than workers) and stream each case's result back. A worker that dies fails only the case it was running, and a
-new worker runs the rest of its share; on an interrupt the workers are stopped and what finished is kept."""
+new worker runs the rest of its share; on an interrupt the workers are stopped and what finished is kept.
+A worker ends with the parent however the parent ends (``kill -9`` too), and its live source with it."""
 
 from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import os
 import signal
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -15,6 +18,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, Callable
 
+from ..sources.live_child import die_with_parent
 from .cores import worker_limit
 from .execute import SourceCache
 from .judge import Judge
@@ -225,6 +229,7 @@ def _worker(conn: Connection, options: RunOptions, root: Path) -> None:
     # SIGTERM from the parent raises KeyboardInterrupt, as SIGINT from a terminal does: on its way out it
     # kills the live source in progress
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    _end_with_parent()
     cache, judge = SourceCache(), Judge(options.judge, root)
     try:
         while (job := conn.recv()) is not None:
@@ -233,6 +238,22 @@ def _worker(conn: Connection, options: RunOptions, root: Path) -> None:
         pass
     finally:
         judge.close()
+
+
+def _end_with_parent() -> None:
+    """End this worker as soon as the parent has ended: on Linux the kernel kills it, elsewhere a thread sees the
+    parent's sentinel (a pipe only the parent writes) close. The lifeline of its live source, which only this
+    worker holds, then closes too, and that source's group is killed."""
+    die_with_parent()
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_on, args=(parent.sentinel,), daemon=True, name="trajrun-orphan").start()
+
+
+def _exit_on(sentinel: int) -> None:
+    """Wait for the parent's sentinel, then end the process at once (its threads, pipes and files with it)."""
+    wait([sentinel])
+    os._exit(1)
 
 
 def _run_unit(unit: Unit, skip: int, options: RunOptions, root: Path, cache: SourceCache,

@@ -3,7 +3,10 @@ the document.
 
 Every child runs in a process group of its own with nothing on stdin, so whatever it does (exit, crash,
 change directory, print, read stdin, start children that outlive it) stays out of trajrun's process:
-at the timeout, or when trajrun is interrupted, the whole group is killed.
+when it ends, at the timeout, or when trajrun is interrupted, the whole group is killed. However trajrun
+itself ends (``kill -9``, an OOM kill), the group dies with it: a watcher process in the group holds the
+read end of a pipe (the *lifeline*) whose write end only trajrun holds, and kills the group at end of
+file; on Linux the child also asks the kernel to kill it when its parent ends.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import SourceError
+from ..files import project_root
 from ..frozen import frozen
 from ..yaml_core import YamlProblem, load_data
 from .documents import parse_json
@@ -26,6 +30,12 @@ STDERR_TAIL = 20
 KILL_GRACE = 5.0
 """Seconds to collect a killed group's output before giving up on a descendant that left the group."""
 CHILD = Path(__file__).with_name("live_child.py")
+SHELL = "/bin/sh"
+WATCHED = ('exec 3<&0 </dev/null; (read -r _ <&3; kill -9 0) >/dev/null 2>&1 & exec 3<&-; '
+           '/bin/sh -c "$1"; status=$?; kill -9 $! 2>/dev/null; wait $! 2>/dev/null; exit $status')
+"""How a command runs: the lifeline comes on stdin and moves to fd 3 of a background watcher, which reads it and
+at end of file kills the group. The command runs as ``sh -c`` would run it, with nothing on stdin; when it ends,
+the watcher is ended and reaped here (an orphan would be left to an init that may never reap it)."""
 
 
 @frozen
@@ -43,7 +53,7 @@ def run_command(command: str, folder: Path, timeout: float, capture: Mapping[str
     With ``capture`` (variables pointing the agent at a receiver, added to its environment) the run is read
     from what the receiver gets, so stdout is not read and None is returned.
     """
-    done = _run(command, command, timeout, cwd=folder, env=capture)
+    done = _run(lambda _: [SHELL, "-c", WATCHED, "sh", command], command, timeout, cwd=folder, env=capture)
     if done.returncode != 0:
         raise SourceError(f"{_ended(done.returncode)}{_tail(done.stderr)}", command)
     return None if capture is not None else _parse_stdout(_text(done.stdout, command), command)
@@ -51,12 +61,14 @@ def run_command(command: str, folder: Path, timeout: float, capture: Mapping[str
 
 def call_python(target: str, args: Mapping[str, Any], folder: Path, timeout: float,
                 capture: Mapping[str, str] | None = None) -> Any:
-    """Call ``module:function`` (imported with ``folder`` first on the path) with ``args`` in a child process;
+    """Call ``module:function`` (imported as ``import_folders`` says) with ``args`` in a child process;
     what it returns (awaited if async) comes back as JSON and is the document (with ``capture``, as for
     ``run_command``, what it returns is dropped and None is returned)."""
-    request = pickle.dumps({"target": target, "args": dict(args), "path": [str(folder), *_import_path()],
-                            "drop": capture is not None})  # fmt: skip
-    done = _run([sys.executable, str(CHILD)], target, timeout, request=request, env=capture)
+    folders = import_folders(folder)
+    request = pickle.dumps({"target": target, "args": dict(args), "drop": capture is not None,
+                            "path": [str(path) for path in folders] + _import_path(), "looked": _looked(folders)})
+    done = _run(lambda lifeline: [sys.executable, str(CHILD), str(lifeline)], target, timeout, request=request,
+                env=capture)  # fmt: skip
     reply = _reply(done.stdout)
     if reply is None:
         raise SourceError(f"{_ended(done.returncode)} before returning{_tail(done.stderr)}", target)
@@ -65,8 +77,27 @@ def call_python(target: str, args: Mapping[str, Any], folder: Path, timeout: flo
     return reply["value"]
 
 
+def import_folders(folder: Path) -> dict[Path, list[str]]:
+    """Where a ``python:`` source of a suite in ``folder`` is imported from, in order, with what each folder is:
+    the suite's folder, the project root (as for golden files), the working directory. The same under
+    ``trajrun run`` and pytest, wherever either puts its own folders on ``sys.path``."""
+    folders: dict[Path, list[str]] = {}
+    for path, role in ((folder.absolute(), "the suite's folder"), (project_root(folder), "the project root"),
+                       (Path.cwd(), "the working directory")):  # fmt: skip
+        folders.setdefault(path, []).append(role)
+    return folders
+
+
+def _looked(folders: dict[Path, list[str]]) -> str:
+    """Where the import looked, for the error when the module is not found:
+    ``/p/suites (the suite's folder), /p (the project root and the working directory)``."""
+    named = {path: ", ".join(roles[:-1]) + " and " + roles[-1] if len(roles) > 1 else roles[0]
+             for path, roles in folders.items()}  # fmt: skip
+    return ", ".join(f"{path} ({roles})" for path, roles in named.items())
+
+
 def _import_path() -> list[str]:
-    """This process's ``sys.path`` made absolute, so the child imports what an in-process call would."""
+    """This process's ``sys.path`` made absolute: after the folders above, the child finds what trajrun finds."""
     return [os.path.abspath(entry) for entry in sys.path if isinstance(entry, str)]
 
 
@@ -79,19 +110,31 @@ def _reply(stdout: bytes) -> dict[str, Any] | None:
     return reply if isinstance(reply, dict) else None
 
 
-def _run(args: str | list[str], origin: str, timeout: float, *, cwd: Path | None = None,
+def _run(args: Callable[[int], list[str]], origin: str, timeout: float, *, cwd: Path | None = None,
          request: bytes | None = None, env: Mapping[str, str] | None = None) -> _Done:
-    """Run a child in a new process group, ``request`` on its stdin (else nothing: reading it gets end of file),
-    ``env`` added to its environment; at the timeout, or when trajrun itself is interrupted, kill the whole group."""
+    """Run a child in a new process group with ``env`` added to its environment, and give it the lifeline: on
+    stdin for a command's wrapper, else on an fd of its own, ``request`` going on stdin (``args`` makes the
+    command line from the lifeline's fd). When the child ends, at the timeout, or when trajrun is interrupted,
+    kill the whole group."""
+    lifeline, held = os.pipe()
     try:
-        proc = subprocess.Popen(
-            args, shell=isinstance(args, str), cwd=cwd, start_new_session=True,
-            env=None if env is None else {**os.environ, **env},
-            stdin=subprocess.DEVNULL if request is None else subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-    except OSError as exc:
-        raise SourceError(f"could not start: {exc}", origin) from None
+        try:
+            proc = subprocess.Popen(
+                args(lifeline), cwd=cwd, start_new_session=True, env=None if env is None else {**os.environ, **env},
+                stdin=lifeline if request is None else subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=() if request is None else (lifeline,),
+            )
+        except OSError as exc:
+            raise SourceError(f"could not start: {exc}", origin) from None
+        finally:
+            os.close(lifeline)
+        return _wait(proc, origin, timeout, request)
+    finally:
+        os.close(held)
+
+
+def _wait(proc: subprocess.Popen[bytes], origin: str, timeout: float, request: bytes | None) -> _Done:
+    """Send ``request``, collect the output and wait for the child; then kill its group, whatever happened."""
     try:
         stdout, stderr = proc.communicate(request, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -101,6 +144,7 @@ def _run(args: str | list[str], origin: str, timeout: float, *, cwd: Path | None
         _kill_group(proc)
         _leftover_stderr(proc)
         raise
+    _kill_group(proc)  # what the child left running in its group
     return _Done(proc.returncode, stdout, stderr)
 
 
@@ -138,9 +182,10 @@ def _ended(returncode: int) -> str:
 
 
 def _tail(stderr: bytes) -> str:
-    """The last lines of stderr, indented, for a case error message."""
+    """The last lines of stderr for a case error message, each behind ``  | ``: a line the agent printed
+    never starts a line of trajrun's output (where a CI runner would read it as a command)."""
     lines = stderr.decode("utf-8", "replace").rstrip().splitlines()[-STDERR_TAIL:]
-    return "; stderr:\n  " + "\n  ".join(lines) if lines else " (stderr was empty)"
+    return "; stderr:\n  | " + "\n  | ".join(lines) if lines else " (stderr was empty)"
 
 
 def _text(stdout: bytes, command: str) -> str:

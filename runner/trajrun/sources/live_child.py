@@ -5,7 +5,8 @@ fast, and it takes its own folder off ``sys.path`` so that trajrun's reader modu
 ``anthropic.py``, …) cannot shadow the agent's packages. The request (a pickle of target, args and
 import path) comes on stdin; the one reply (JSON, ``{"value": …}`` or ``{"error": "…"}``) goes to
 the original stdout, kept for it alone: whatever the agent prints joins stderr, whose tail the
-parent shows when the call fails.
+parent shows when the call fails. The lifeline (see ``live``) comes as an open fd named on the command line:
+a watcher forked first kills the process group when trajrun ends.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import importlib
 import json
 import os
 import pickle
+import signal
 import sys
 import types
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:  # not imported at run time: every call of a python source pay
 
 _SCALARS = (str, int, float, bool, type(None))
 _PLAIN = "return only dicts, lists, strings, numbers, booleans and None (a set as a list, a date as an ISO string)"
+PR_SET_PDEATHSIG = 1
+"""prctl's option (linux/prctl.h): the signal this process gets when the thread that started it ends."""
 
 
 class _CannotImport(Exception):
@@ -32,34 +36,86 @@ class _CannotImport(Exception):
 
 def main() -> None:
     """Read the request, call the target, write the reply."""
-    reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # the agent's prints, and its own children's, go to stderr: the reply channel stays clean
-    faulthandler.enable()  # a crash in native code writes the Python stack to stderr, for the parent to show
-    request = pickle.load(sys.stdin.buffer)
-    here = os.path.dirname(os.path.abspath(__file__))
-    own = [entry for entry in sys.path if os.path.abspath(entry) != here]
-    sys.path[:] = list(dict.fromkeys([*request["path"], *own]))
-    outcome = _call(request["target"], request["args"])
-    if request.get("drop") and "value" in outcome:  # the run is captured elsewhere (capture: otlp)
-        outcome = {"value": None}
-    reply.write(_encode(outcome))
-    reply.close()
+    watcher = _watch(int(sys.argv[1]))
+    die_with_parent()
+    try:
+        reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        os.dup2(2, 1)  # the agent's prints, and its own children's, go to stderr: the reply channel stays clean
+        faulthandler.enable()  # a crash in native code writes the Python stack to stderr, for the parent to show
+        request = pickle.load(sys.stdin.buffer)
+        here = os.path.dirname(os.path.abspath(__file__))
+        own = [entry for entry in sys.path if os.path.abspath(entry) != here]
+        sys.path[:] = list(dict.fromkeys([*request["path"], *own]))
+        outcome = _call(request["target"], request["args"], request["looked"])
+        if request.get("drop") and "value" in outcome:  # the run is captured elsewhere (capture: otlp)
+            outcome = {"value": None}
+        reply.write(_encode(outcome))
+        reply.close()
+    finally:
+        _unwatch(watcher)
 
 
-def _load(target: str) -> Callable[..., Any]:
-    """Import ``module:function``."""
+def _watch(lifeline: int) -> int:
+    """Fork a watcher that stays in this process group and kills it when the lifeline reads end of file:
+    trajrun, the only holder of its write end, has ended, however it ended. The watcher holds nothing else
+    open (not the pipes the parent reads, which would keep it waiting). Returns its pid."""
+    watcher = os.fork()
+    if watcher:
+        os.close(lifeline)  # the agent and what it starts never see it
+        return watcher
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        while os.read(lifeline, 512):  # trajrun writes nothing: only end of file gets through
+            pass
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def _unwatch(watcher: int) -> None:
+    """End and reap the watcher: orphaned, it would be left to an init that may never reap it."""
+    try:
+        if os.waitpid(watcher, os.WNOHANG) == (0, 0):  # still running, so the pid is still the watcher's
+            os.kill(watcher, signal.SIGKILL)
+            os.waitpid(watcher, 0)
+    except ChildProcessError:  # the agent reaped it (it waited for any child)
+        pass
+
+
+def die_with_parent() -> None:
+    """On Linux, have the kernel SIGKILL this process when the thread that started it ends (``PR_SET_PDEATHSIG``):
+    the parent's end is then the child's, even by ``kill -9``, with no handler of either to run. Elsewhere,
+    or where prctl cannot be reached, nothing is done: the lifeline's watcher ends the group all the same."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes  # deferred: only Linux needs it
+
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL))
+    except (OSError, AttributeError):
+        pass
+
+
+def _load(target: str, looked: str) -> Callable[..., Any]:
+    """Import ``module:function``; ``looked`` says where the module was looked for, should it not be found."""
     module_name, _, attr = target.partition(":")
     try:
         return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
-    except (ImportError, AttributeError) as exc:
-        problem = f"cannot import {target!r}: {exc}; check the module is on the suite's folder path"
+    except ModuleNotFoundError as exc:
+        problem = f"cannot import {target!r}: {exc}"
+        if exc.name and (module_name + ".").startswith(exc.name + "."):  # the target's module, not one it imports
+            problem += f"; looked in {looked}, then sys.path: put the module in one of those folders, or install it"
         raise _CannotImport(problem) from None
+    except (ImportError, AttributeError) as exc:
+        raise _CannotImport(f"cannot import {target!r}: {exc}") from None
 
 
-def _call(target: str, args: dict[str, Any]) -> dict[str, Any]:
+def _call(target: str, args: dict[str, Any], looked: str) -> dict[str, Any]:
     """``{"value": what the target returned}`` (awaited if a coroutine), or ``{"error": why there is none}``."""
     try:
-        value = _load(target)(**args)
+        value = _load(target, looked)(**args)
         if isinstance(value, types.CoroutineType):
             import asyncio  # deferred: only async agents pay for it
 
