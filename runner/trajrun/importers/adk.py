@@ -36,7 +36,8 @@ def import_adk(path: Path, source: SourceChoice, select: str | None = None, fold
     for index, case in enumerate(cases):
         _case(imported, case, index, taken, source, folder)
     if not imported.cases:
-        raise ImportProblem(f"{path}: no eval case with a conversation to import; {imported.report() or 'it is empty'}")
+        raise ImportProblem(f"{path}: no eval case with a conversation to import; "
+                            f"{'; '.join(imported.report()) or 'it is empty'}")
     return imported
 
 

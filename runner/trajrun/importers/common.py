@@ -1,8 +1,9 @@
 """What every importer shares: imported cases, the placeholder source, the suite file text, the report.
 
 A suite's strings are Jinja2 templates, so every string the importer writes that holds ``{{``, ``{%`` or
-``{#`` is escaped to render back as written; the suite text is then loaded once, so an importer can never
-hand out a file that does not load.
+``{#`` is escaped to render back as written. Keys and values go through the YAML dumper's quoting; the header
+comment's lines have their line breaks and control characters escaped, so no input can start a line of the
+suite. The suite text is then loaded once, so an importer can never hand out a file that does not load.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SuiteErrors, TrajrunError
+from ..errors import SuiteErrors, TrajrunError, inline
 from ..files import atomic_write
 from ..frozen import frozen
 from ..suites.golden import dump_yaml, recorded_step
@@ -26,6 +27,8 @@ from ..trajectory import ToolCall
 PLACEHOLDER = "my_agent.evals:run"
 """The ``python:`` callable written when the user names neither ``--python`` nor ``--source``."""
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
+SHOWN = 5
+"""The cases (or unreadable lines) the report names of each kind; the rest are counted."""
 _SUFFIXES = (".evalset.json", ".test.json", ".jsonl", ".ndjson", ".json")
 
 
@@ -70,19 +73,24 @@ class Imported:
     defaults: dict[str, Any]
     cases: list[dict[str, Any]] = field(default_factory=list)
     dropped: dict[str, list[str]] = field(default_factory=dict)
+    unreadable: list[tuple[int, str]] = field(default_factory=list)
 
     def drop(self, what: str, case: str) -> None:
         """Note that ``what`` could not be carried over for ``case``."""
         self.dropped.setdefault(what, []).append(case)
 
     def report(self) -> list[str]:
-        """The report for stderr: one line per kind of thing not carried over, with the cases it concerns."""
-        lines = []
+        """The report for stderr: each line of the input that could not be read (the first few), then one line per
+        kind of thing not carried over, with the cases it concerns (names and paths on one line each)."""
+        lines = [f"{self.origin}:{line}: left out: {reason}" for line, reason in self.unreadable[:SHOWN]]
+        if len(self.unreadable) > SHOWN:
+            more = len(self.unreadable) - SHOWN
+            lines.append(f"{self.origin}: left out: {more} more lines that could not be read")
         for what, cases in self.dropped.items():
-            shown = ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
+            shown = ", ".join(cases[:SHOWN]) + (f" and {len(cases) - SHOWN} more" if len(cases) > SHOWN else "")
             lines.append(f"{self.origin}: not carried over: {what} ({len(cases)} case{'s' if len(cases) != 1 else ''}: "
                          f"{shown})")
-        return lines
+        return [inline(line) for line in lines]
 
 
 def steps_of_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
@@ -121,20 +129,33 @@ def write_suites(suites: Sequence[Imported], output: Path | None, force: bool = 
     clash = next((t for i, t in enumerate(targets) if t in targets[:i]), None)
     if clash is not None:
         raise ImportProblem(f"two input files would both write {clash}; import them into different folders")
-    existing = [t for t in targets if t.exists()]
+    existing = [t for t in targets if os.path.lexists(t)]
     if existing and not force:
-        raise ImportProblem(f"{existing[0]} exists; pass --force to replace it, or choose another -o folder")
+        link = " (a symlink)" if existing[0].is_symlink() else ""
+        raise ImportProblem(f"{existing[0]} exists{link}; pass --force to replace it, or choose another -o folder")
     for target, text in zip(targets, texts):
         data = text.encode("utf-8")
+        _unlink_symlink(target)
         atomic_write(target, lambda handle, data=data: handle.write(data), "suite file")
     return [(str(t), text) for t, text in zip(targets, texts)]
+
+
+def _unlink_symlink(target: Path) -> None:
+    """Remove ``target`` if it is a symlink, so the suite replaces the link: written through it, the suite would
+    overwrite whatever file the link names, inside the output folder or not."""
+    try:
+        if target.is_symlink():
+            target.unlink()
+    except OSError as exc:
+        raise ImportProblem(f"{target} is a symlink that cannot be replaced: {exc.strerror or exc}; remove it, or "
+                            "choose another -o folder") from None
 
 
 def suite_text(imported: Imported) -> str:
     """The suite file's text: the header comment, then ``suite``, ``defaults`` and ``cases``; checked by loading it."""
     data = {"suite": imported.name, "defaults": imported.defaults, "cases": imported.cases}
     body = dump_yaml(_escape_templates(data))
-    text = "".join(f"# {line}".rstrip() + "\n" for line in imported.header) + body
+    text = "".join(f"# {inline(line)}".rstrip() + "\n" for line in imported.header) + body
     _check_loads(text, imported.origin)
     return text
 

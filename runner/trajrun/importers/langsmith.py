@@ -4,7 +4,8 @@ Each example's reference messages (``outputs.messages``, else ``outputs.trajecto
 list; ``--select`` points elsewhere) are read in any format trajrun reads, and their tool calls become steps with
 literal arguments, under the match mode and argument rule the user names: what agentevals'
 ``create_trajectory_match_evaluator(trajectory_match_mode=…, tool_args_match_mode=…)`` compares. The example's
-``inputs`` become the ``inputs`` argument of the ``python:`` source.
+``inputs`` become the ``inputs`` argument of the ``python:`` source. A JSONL line that is not JSON is left out
+and reported (``file:line: why``, nothing of it quoted), like every other example that cannot be imported.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SourceError
+from ..limits import MAX_SOURCE_BYTES_VAR, max_source_bytes
 from ..sources import apply_select, load_document, read_trajectory
+from ..sources.documents import document_kind
+from ..sources.records import decode_line
+from ..sources.streams import Lost, gunzip_chunks, lines, open_binary, raw_chunks
 from .common import Imported, ImportProblem, SourceChoice, steps_of_calls, suite_stem, unique_name
 
 REFERENCE_KEYS = ("messages", "trajectory")
@@ -28,28 +33,63 @@ NAME_WIDTH = 60
 def import_langsmith(path: Path, mode: str, args_mode: str, source: SourceChoice, select: str | None = None,
                      folder: Path | None = None) -> Imported:
     """One exported dataset as a suite whose cases hold each example's reference steps under ``mode``."""
+    defaults = {"mode": mode} if args_mode == "exact" else {"mode": mode, "args_mode": args_mode}
+    imported = Imported(suite_stem(path), path, _header(path, mode, args_mode, source), defaults)
+    taken: set[str] = set()
+    for index, (line, example) in enumerate(_examples(path, imported)):
+        _example(imported, example, (index, line), taken, (source, select, folder))
+    if not imported.cases:
+        found = "; ".join(imported.report()) or "it is empty"
+        raise ImportProblem(f"{path}: no example with reference messages to import; {found}")
+    return imported
+
+
+def _examples(path: Path, imported: Imported) -> list[tuple[int, Any]]:
+    """The export's examples, each with its line (its place in a JSON list); JSONL lines that cannot be read are
+    noted in ``imported`` and left out."""
+    kind, zipped = document_kind(path) if path.is_file() else ("", False)
+    if kind == "jsonl":
+        return _jsonl_examples(path, zipped, imported)
     examples = load_document(path)
     if isinstance(examples, dict) and isinstance(examples.get("examples"), list):
         examples = examples["examples"]
     if not isinstance(examples, list):
         raise ImportProblem(f"{path}: not a LangSmith dataset export: expected JSONL, one example object a line "
                             "(or a JSON list of examples)")
-    defaults = {"mode": mode} if args_mode == "exact" else {"mode": mode, "args_mode": args_mode}
-    imported = Imported(suite_stem(path), path, _header(path, mode, args_mode, source), defaults)
-    taken: set[str] = set()
-    for index, example in enumerate(examples):
-        _example(imported, example, index, taken, (source, select, folder))
-    if not imported.cases:
-        found = imported.report() or "it is empty"
-        raise ImportProblem(f"{path}: no example with reference messages to import; {found}")
-    return imported
+    return list(enumerate(examples, 1))
 
 
-def _example(imported: Imported, example: Any, index: int, taken: set[str],
+def _jsonl_examples(path: Path, zipped: bool, imported: Imported) -> list[tuple[int, Any]]:
+    """Each line of a JSONL export that is JSON, with its number: a line that is not (bad JSON, a corrupt gzip
+    member) is noted in ``imported`` and left out, so one bad line loses none of the others."""
+    found, limit = [], max_source_bytes()
+    try:
+        with open_binary(str(path)) as stream:
+            chunks = gunzip_chunks(stream) if zipped else raw_chunks(stream)
+            for number, (offset, data) in enumerate(lines(chunks, limit), 1):
+                if offset > limit:
+                    raise SourceError(f"the file holds more than {limit:,} bytes, the limit on one source "
+                                      f"document; set {MAX_SOURCE_BYTES_VAR} to a larger number of bytes to read "
+                                      "it", str(path))
+                if isinstance(data, Lost):
+                    imported.unreadable.append((number, data.reason))
+                elif data and not data.isspace():
+                    record = decode_line(number, data)
+                    if record.error is None:
+                        found.append((number, record.doc))
+                    else:
+                        imported.unreadable.append((number, record.error))
+    except OSError as exc:
+        raise SourceError(f"cannot read the file: {exc.strerror or exc}", str(path)) from None
+    return found
+
+
+def _example(imported: Imported, example: Any, place: tuple[int, int], taken: set[str],
              options: tuple[SourceChoice, str | None, Path | None]) -> None:
-    """Add one example as a case, or note why it cannot be one."""
+    """Add one example as a case, or note why it cannot be one; ``place`` is its index and its line."""
     source, select, folder = options
-    label = f"line {index + 1}"
+    index, line = place
+    label = f"line {line}"
     if not isinstance(example, dict):
         imported.drop(NOT_EXAMPLE, label)
         return

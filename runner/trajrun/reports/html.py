@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from collections.abc import Mapping
 from importlib import resources
@@ -72,26 +73,106 @@ def load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
         data = json.loads(raw)
     except ValueError as exc:
         raise ReportReadError(f"{path}: not JSON ({exc}); give the file that `trajrun run --json FILE` wrote") from None
+    except RecursionError:
+        raise ReportReadError(f"{path}: not a trajrun JSON report (lists and maps nest too deeply to decode); give "
+                              "the file that `trajrun run --json FILE` wrote") from None
     problem = _shape_problem(data)
     if problem:
         raise ReportReadError(f"{path}: {problem}")
     return data
 
 
+_COUNT, _NUMBER, _TEXT, _LIST, _MAP = "a whole number of 0 or more", "a number", "a string", "a list", "a map"
+_SUMMARY = {**dict.fromkeys((*OUTCOME_ORDER, "total", "deselected", "judge_skipped", "load_errors", "exit_code"),
+                            _COUNT), "duration": _NUMBER}
+_SUITE = {"name": _TEXT, "file": _TEXT, "load_errors": _LIST, "cases": _LIST}
+_CASE = {"id": _TEXT, "name": _TEXT, "file": _TEXT, "line": _COUNT, "duration": _NUMBER, "message": _TEXT,
+         "details": _TEXT, "score": _NUMBER, "missing": _LIST, "unexpected": _LIST, "checks": _LIST,
+         "errors": _LIST, "notes": _LIST, "judge": _MAP, "trajectory": _MAP, "steps": _MAP, "bulk": _MAP}
+_PARTS = {"trajectory": {"tool_calls": _LIST}, "steps": {"expected": _LIST, "pairs": _LIST, "nearest": _LIST},
+          "bulk": {"records": _COUNT, "files": _COUNT, "passed": _COUNT, "failed": _COUNT, "error": _COUNT,
+                   "by_check": _MAP, "worst": _LIST},
+          "judge": {"score": _NUMBER, "threshold": _NUMBER}}
+"""The fields of a JSON report the page reads, by what each must be when present and not null."""
+
+
 def _shape_problem(data: Any) -> str | None:
-    """Why ``data`` is not a JSON report this page can show, or None."""
+    """Why ``data`` is not a JSON report this page can show (the field at fault and what it holds), or None."""
     if not isinstance(data, dict) or not isinstance(data.get("suites"), list):
         return "not a trajrun JSON report (no `suites` list); give the file that `trajrun run --json FILE` wrote"
     version = data.get("version")
-    if version != json_report.VERSION:
-        return f"JSON report version {version!r}, but this trajrun reads version {json_report.VERSION}"
+    if version != json_report.VERSION or isinstance(version, bool):
+        small = isinstance(version, int) and not isinstance(version, bool) and abs(version) < 1000
+        shown = version if small else _kind(version)
+        return f"JSON report version {shown}, but this trajrun reads version {json_report.VERSION}"
+    summary = data.get("summary")
+    problem = _fields_problem(data, {"summary": _MAP}, "") or _fields_problem(summary, _SUMMARY, "summary")
     for n, suite in enumerate(data["suites"]):
-        if not isinstance(suite, dict) or not isinstance(suite.get("cases", []), list):
-            return f"suites[{n}] is not a suite with a `cases` list"
-        for k, case in enumerate(suite.get("cases", [])):
-            if not isinstance(case, dict) or case.get("outcome") not in OUTCOME_ORDER:
-                return f"suites[{n}].cases[{k}] has no valid `outcome` (one of {', '.join(OUTCOME_ORDER)})"
+        if problem:
+            break
+        problem = _suite_problem(suite, f"suites[{n}]")
+    return f"{problem}; give the file that `trajrun run --json FILE` wrote" if problem else None
+
+
+def _suite_problem(suite: Any, where: str) -> str | None:
+    """What is wrong with one suite of the report, or None."""
+    if not isinstance(suite, dict):
+        return f"{where} must be a map, found {_kind(suite)}"
+    problem = _fields_problem(suite, _SUITE, where)
+    for k, case in enumerate([] if problem else suite.get("cases") or []):
+        problem = problem or _case_problem(case, f"{where}.cases[{k}]")
+    return problem
+
+
+def _case_problem(case: Any, where: str) -> str | None:
+    """What is wrong with one case of the report, or None."""
+    if not isinstance(case, dict) or case.get("outcome") not in OUTCOME_ORDER:
+        return f"{where} has no valid `outcome` (one of {', '.join(OUTCOME_ORDER)})"
+    problem = _fields_problem(case, _CASE, where)
+    for part, fields in _PARTS.items():
+        problem = problem or _fields_problem(case.get(part), fields, f"{where}.{part}")
+    return problem
+
+
+def _fields_problem(value: Any, fields: Mapping[str, str], where: str) -> str | None:
+    """The first of ``fields`` of the map ``value`` (at ``where``; none when it is no map) that is not what it
+    must be."""
+    if not isinstance(value, dict):
+        return None
+    for name, kind in fields.items():
+        item = value.get(name)
+        if item is not None and not _is(item, kind):
+            return f"{where}{'.' if where else ''}{name} must be {kind}, found {_kind(item)}"
     return None
+
+
+def _is(value: Any, kind: str) -> bool:
+    """Whether ``value`` is of ``kind`` (one of the ``_COUNT``… words)."""
+    if kind in (_COUNT, _NUMBER):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or _infinite(value):
+            return False
+        return kind == _NUMBER or (isinstance(value, int) and value >= 0)
+    return isinstance(value, {_TEXT: str, _LIST: list, _MAP: dict}[kind])
+
+
+def _infinite(number: float) -> bool:
+    """Whether ``number`` is NaN, an infinity, or an integer too large for a float (which the page reads)."""
+    try:
+        return not math.isfinite(number)
+    except OverflowError:
+        return True
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in words (not the value: it may be long, or hold anything)."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "true or false"
+    if isinstance(value, (int, float)):
+        if _infinite(value):
+            return "a whole number too large to read" if isinstance(value, int) else "NaN or an infinity"
+        return f"a {'negative ' if value < 0 else ''}{'whole' if isinstance(value, int) else 'decimal'} number"
+    words = ((str, "a string"), (dict, "a map"), (list, "a list"))
+    return next(word for cls, word in words if isinstance(value, cls))
 
 
 def headline(summary: Mapping[str, Any]) -> str:
@@ -109,7 +190,8 @@ def headline(summary: Mapping[str, Any]) -> str:
 
 def _page_data(data: Mapping[str, Any]) -> dict[str, Any]:
     """The report as the page embeds it: long results and answers cut to ``MAX_TEXT`` characters."""
-    suites = [{**suite, "cases": [_page_case(c) for c in suite.get("cases", [])]} for suite in data.get("suites", [])]
+    suites = [{**suite, "cases": [_page_case(c) for c in suite.get("cases") or []]}
+              for suite in data.get("suites", [])]
     return {**data, "suites": suites}
 
 

@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 from ..errors import SourceError
 from ..frozen import frozen
 from ..limits import max_source_bytes
-from .builder import NotThisFormat, describe
+from ..yaml_core import int_digits_limit
+from .builder import NotThisFormat
 from .documents import apply_select, document_kind, parse_json, parse_yaml
 from .otel_spans import NotOneRun, trace_groups
 from .streams import Lost, expand, gunzip_chunks, is_url, lines, open_binary, raw_chunks, size_of
@@ -123,7 +124,7 @@ class PartitionReader:
                 if isinstance(data, Lost):
                     yield Record(number, None, data.reason)
                 elif data and not data.isspace():
-                    yield _decoded(number, data)
+                    yield decode_line(number, data)
 
 
 def _first_line_start(stream: Any, start: int) -> int:
@@ -139,26 +140,44 @@ def _first_line_start(stream: Any, start: int) -> int:
     return offset
 
 
-def _decoded(number: int, data: bytes) -> Record:
+def decode_line(number: int, data: bytes) -> Record:
     """One JSONL line as a record: its document, or why it is not JSON."""
     try:
         return Record(number, json.loads(data))
-    except json.JSONDecodeError as exc:
-        found = data[exc.pos : exc.pos + 20].decode("utf-8", "replace")
-        return Record(number, None, f"invalid JSON at column {exc.colno}: {exc.msg}, found {found!r}" if found else
-                      f"invalid JSON at column {exc.colno}: {exc.msg}, found the end of the line")  # fmt: skip
     except UnicodeDecodeError as exc:
         return Record(number, None, f"the line is not UTF-8 text: {exc.reason} at byte {exc.start}")
-    except (RecursionError, ValueError):  # nesting or integer digits: documents words it
+    except (RecursionError, ValueError) as exc:
+        return Record(number, None, _not_json(exc, data.decode("utf-8", "replace"), line=True))
+
+
+def _not_json(exc: BaseException, text: str, line: bool = False) -> str:
+    """Why ``text`` (a JSONL line when ``line``) is not JSON, quoting nothing of it: the file may be anyone's."""
+    if isinstance(exc, json.JSONDecodeError):
+        where = f"column {exc.colno}" if line else f"line {exc.lineno}, column {exc.colno}"
+        extra = exc.msg == "Extra data" and not line
+        hint = "; for one JSON document per line, name the file .jsonl" if extra else ""
+        return f"invalid JSON at {where}: {exc.msg}{hint}"
+    if isinstance(exc, RecursionError):  # documents words it, with where it gets deep and nothing quoted
         try:
-            parse_json(data.decode("utf-8", "replace"), "", 1)
-        except SourceError as exc:
-            return Record(number, None, str(exc).replace("at line 1, ", "at "))
-        return Record(number, None, "invalid JSON")
+            parse_json(text, "", 1 if line else 0)
+        except SourceError as problem:
+            return str(problem).replace("at line 1, ", "at ") if line else str(problem)
+    limit = int_digits_limit()
+    found = re.search(rf"-?\d{{{limit + 1},}}", text) if limit else None
+    if found is None:
+        return "invalid JSON"
+    row, column = text.count("\n", 0, found.start()) + 1, found.start() - text.rfind("\n", 0, found.start())
+    where = f"column {column}" if line else f"line {row}, column {column}"
+    digits = len(found[0].lstrip("-"))
+    return (f"invalid JSON at {where}: an integer of {digits:,} digits; trajrun reads integers of at most "
+            f"{limit:,} digits (Python's limit) — quote it to keep it as a string")
 
 
 def _whole(path: str, kind: str, zipped: bool) -> Any:
     """A whole file as one document (JSONL: the list of its lines), held up to ``TRAJRUN_MAX_SOURCE_BYTES``."""
+    if kind == "sqlite":
+        raise SourceError("a LangGraph checkpoint database is not read in bulk; read it in a case without each "
+                          "(thread: picks the thread)", path)  # fmt: skip
     limit = max_source_bytes()
     with open_binary(path) as stream:
         chunks = gunzip_chunks(stream) if zipped else raw_chunks(stream)
@@ -177,14 +196,19 @@ def _whole(path: str, kind: str, zipped: bool) -> Any:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SourceError(f"the file is not UTF-8 text: {exc.reason} at byte {exc.start}", path) from None
-    return parse_yaml(text, path) if kind == "yaml" else parse_json(text, path)
+    if kind == "yaml":
+        return parse_yaml(text, path)
+    try:
+        return json.loads(text)
+    except (RecursionError, ValueError) as exc:
+        raise SourceError(_not_json(exc, text), path) from None
 
 
 def _line_document(data: bytes | Lost, number: int, path: str) -> Any:
     """One line of a JSONL file read whole; a line that cannot be read stops the file."""
     if isinstance(data, Lost):
         raise SourceError(f"line {number}: {data.reason}", path)
-    record = _decoded(number, data)
+    record = decode_line(number, data)
     if record.error:
         raise SourceError(f"line {number}: {record.error}", path)
     return record.doc
@@ -194,10 +218,18 @@ def _list_records(path: str, kind: str, zipped: bool) -> Iterator[Record]:
     """The items of a file whose top level is a list, named ``file[i]``."""
     doc = _whole(path, kind, zipped)
     if not isinstance(doc, list):
-        raise SourceError(f"each: record reads JSONL lines or the items of a top-level list, found {describe(doc)}; "
+        raise SourceError(f"each: record reads JSONL lines or the items of a top-level list, found {_kind(doc)}; "
                           "use each: file to read the file as one run", path)  # fmt: skip
     for index, item in enumerate(doc):
         yield Record(f"{path}[{index}]", item)
+
+
+def _kind(doc: Any) -> str:
+    """What a document's top level is, in a word: what it holds is not quoted."""
+    if doc is None:
+        return "null"
+    kinds = ((bool, "a boolean"), (dict, "a mapping"), (str, "a string"), ((int, float), "a number"))
+    return next((word for cls, word in kinds if isinstance(doc, cls)), "a list")
 
 
 def _trace_records(path: str, kind: str, zipped: bool) -> Iterator[Record]:

@@ -1,9 +1,10 @@
 """Byte streams for bulk sources: files a glob or fsspec URL names, gzip that survives a corrupt member, lines.
 
-Plain paths and globs need nothing beyond Python; a URL (``s3://…``, ``file://…``, ``memory://…``)
-is opened through fsspec when it is installed (``pip install 'trajrun[dask]'``). Everything is read
-in chunks, so memory stays flat however large a file is: a line is held whole only up to
-``TRAJRUN_MAX_SOURCE_BYTES``, past which it is reported and skipped.
+Plain paths and globs need nothing beyond Python; a URL (``s3://…``, ``file://…``, ``memory://…``) is
+opened through fsspec when it is installed (``pip install 'trajrun[dask]'``). A glob's ``**`` descends
+into no symlinked folder, so a link to ``.`` cannot make it endless, and a file with two names is read
+once. Everything is read in chunks, so memory stays flat however large a file is: a line is held whole
+only up to ``TRAJRUN_MAX_SOURCE_BYTES``, past which it is reported and skipped.
 
 A gzip file is read member by member. Where a member is corrupt, its records are lost, but reading
 resumes at the next member's header, so one bad block never hides the rest of a log.
@@ -11,8 +12,9 @@ resumes at the next member's header, so one bad block never hides the rest of a 
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
+import re
 import zlib
 from collections.abc import Iterator
 from typing import IO, Any, NamedTuple
@@ -65,8 +67,88 @@ def expand(location: str) -> list[str]:
         except (OSError, ValueError, ImportError) as exc:
             raise SourceError(f"cannot list {location}: {type(exc).__name__}: {exc}", location) from None
     if has_glob(location):
-        return sorted(name for name in glob.glob(location, recursive=True) if os.path.isfile(name))
+        return _distinct(sorted(name for name in _glob(location) if os.path.isfile(name)))
     return [location] if os.path.isfile(location) else []
+
+
+_SEPARATORS = re.compile(r"[\\/]" if os.sep == "\\" else "/")
+
+
+def _glob(pattern: str) -> Iterator[str]:
+    """The paths ``pattern`` matches, as ``glob.glob(recursive=True)`` finds them but for ``**``, which descends
+    into no symlinked folder and into each real folder once (``glob`` followed a link to ``.`` for ever)."""
+    drive, rest = os.path.splitdrive(pattern)
+    root = drive + os.sep if rest[:1] and _SEPARATORS.match(rest) else drive
+    segments = [part for part in _SEPARATORS.split(rest) if part]
+    return _matches(root, segments)
+
+
+def _matches(base: str, segments: list[str]) -> Iterator[str]:
+    """The paths under ``base`` (the part matched so far, ``""`` for the current folder) that ``segments`` match."""
+    if not segments:
+        yield base
+        return
+    head, rest = segments[0], segments[1:]
+    if head == "**":
+        for folder in _folders(base):
+            yield from _matches(folder, rest or ["*"])
+    elif has_glob(head):
+        for name in fnmatch.filter(_names(base), head):
+            if not name.startswith(".") or head.startswith("."):
+                yield from _matches(os.path.join(base, name), rest)
+    elif os.path.lexists(os.path.join(base, head)):
+        yield from _matches(os.path.join(base, head), rest)
+
+
+def _folders(base: str) -> Iterator[str]:
+    """``base`` and every folder below it that is neither a symlink nor hidden, each (device, inode) once."""
+    seen: set[tuple[int, int]] = set()
+    pending = [base]
+    while pending:
+        folder = pending.pop()
+        try:
+            if not _first_time(os.stat(folder or os.curdir), seen):  # a bind mount of a folder above it
+                continue
+            with os.scandir(folder or os.curdir) as entries:
+                below = [os.path.join(folder, entry.name) for entry in entries
+                         if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)]
+        except OSError:  # unreadable or gone: glob skips it too
+            continue
+        yield folder
+        pending.extend(sorted(below, reverse=True))
+
+
+def _names(folder: str) -> list[str]:
+    """The names in ``folder`` (``""``: the current folder); none when it cannot be listed."""
+    try:
+        return os.listdir(folder or os.curdir)
+    except OSError:
+        return []
+
+
+def _distinct(paths: list[str]) -> list[str]:
+    """``paths`` without a second name (a link, a hard link) for a file already listed."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:  # gone since it was listed: reading it will say so
+            out.append(path)
+            continue
+        if _first_time(info, seen):
+            out.append(path)
+    return out
+
+
+def _first_time(info: os.stat_result, seen: set[tuple[int, int]]) -> bool:
+    """Whether the file ``info`` describes is not in ``seen`` (by device and inode), adding it; a filesystem
+    without inode numbers (0) never matches, so nothing is lost there."""
+    key = (info.st_dev, info.st_ino)
+    if info.st_ino and key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 def size_of(path: str) -> int:
