@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from itertools import repeat
 from operator import attrgetter
@@ -161,3 +162,17 @@ class Trajectory:
         if self.wall_ms is not None:
             out["wall_ms"] = self.wall_ms
         return out
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float, as a value or a key, replaced by its name as a string (``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"``): JSON has no such numbers, and the JSON report writes them so too."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {finite(key): finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value

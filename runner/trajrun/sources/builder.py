@@ -11,15 +11,24 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from itertools import repeat
 from json.scanner import make_scanner
+from math import isfinite
 from typing import Any
 
+from ..errors import SourceError
 from ..trajectory import ToolCall, Trajectory, Usage, rows_as
+from ..yaml_core import MAX_DEPTH
 
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 _NO_JSON = object()
 _SCAN = make_scanner(json.JSONDecoder())
 _JSON_SPACE = " \t\n\r"
 _DICT_ONLY = frozenset({dict})
+_FLAT = frozenset({str, int, float, bool, type(None)})
+
+
+class TooDeep(SourceError):
+    """A call's arguments or result nest past ``MAX_DEPTH``: a source error whatever the format (detection stops),
+    which ``read_trajectory`` gives the source's name."""
 
 
 class NotThisFormat(Exception):
@@ -126,7 +135,8 @@ def text_of(content: Any) -> str | None:
 def make_usage(raw: Any, inputs: Iterable[str], outputs: Iterable[str]) -> Usage | None:
     """Usage from a provider mapping: the named input keys summed, the named output keys summed.
 
-    None when ``raw`` is not a mapping or carries none of the keys (so "no usage" stays distinct from 0).
+    None when ``raw`` is not a mapping or carries none of the keys (so "no usage" stays distinct from 0); NaN and
+    infinities count as missing.
     """
     if not isinstance(raw, Mapping):
         return None
@@ -135,7 +145,7 @@ def make_usage(raw: Any, inputs: Iterable[str], outputs: Iterable[str]) -> Usage
     for slot, keys in enumerate((inputs, outputs)):
         for key in keys:
             value = raw.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if (isinstance(value, int) and not isinstance(value, bool)) or (type(value) is float and isfinite(value)):
                 totals[slot] += int(value)
                 found = True
     return Usage(totals[0], totals[1]) if found else None
@@ -221,6 +231,8 @@ class Builder:
         columns = (names, args, self._ids, self._turns, range(count), results, has_result, errors,
                    repeat(None))  # no durations: trace readers set them afterwards
         usage = run_usage if run_usage is not None else _sum_usage(self._usages)
+        if not lean:
+            _check_depths(names, raws, args, results)
         return Trajectory(rows_as(ToolCall, zip(*columns)), len(self._usages), usage, self.answer, None, fmt)
 
     def _pair(self, results: list[Any], has_result: list[bool], errors: list[bool | None]) -> None:
@@ -257,6 +269,63 @@ class Builder:
             if not has_result[index]:
                 return index
         return None
+
+
+def _check_depths(names: list[str], raws: list[Any], args: list[Any], results: list[Any]) -> None:
+    """``check_depth`` of the arguments and results, skipping what cannot nest deep at C speed: arguments that
+    were text of at most ``MAX_DEPTH`` characters or brackets, results that are all plain values."""
+    shallow = all(map(isinstance, raws, repeat(str))) and (
+        max(map(len, raws), default=0) <= MAX_DEPTH or _most(raws, "{") + _most(raws, "[") <= MAX_DEPTH)
+    if not shallow:
+        check_depth(names, args, "arguments")
+    if not _FLAT.issuperset(map(type, results)):
+        check_depth(names, results, "result")
+
+
+def _most(texts: list[str], bracket: str) -> int:
+    """The most times ``bracket`` occurs in one of ``texts``."""
+    return max(map(str.count, texts, repeat(bracket)), default=0)
+
+
+def check_depth(names: list[str], values: list[Any], part: str) -> None:
+    """Refuse a call's arguments or result (``part``) nesting lists and maps past ``MAX_DEPTH`` levels, the limit
+    suites have: matching and reports walk them recursively, and a source nested 900 deep ran them out of stack."""
+    for position, value in enumerate(values):
+        if type(value) in _FLAT or (type(value) is dict and _FLAT.issuperset(map(type, value.values()))):
+            continue
+        if _deeper(value, MAX_DEPTH):
+            raise TooDeep(f"tool call {position} ({names[position]}): its {part} nest lists and maps more than "
+                          f"{MAX_DEPTH} levels deep, at {_deep_path(value)}; trajrun reads at most {MAX_DEPTH} "
+                          "levels — flatten them in the source")  # fmt: skip
+
+
+def _deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and maps more than ``limit`` levels deep (a flat list or map is one level)."""
+    level = [value]
+    for _ in range(limit):
+        inner: list[Any] = []
+        for item in level:
+            inner.extend(item.values() if isinstance(item, dict) else item)
+        level = [item for item in inner if isinstance(item, (dict, list))]
+        if not level:
+            return False
+    return True
+
+
+_PATH_SHOWN = 6
+
+
+def _deep_path(value: Any) -> str:
+    """Where ``value`` first nests past ``MAX_DEPTH`` levels, its first steps and the depth (``a.b[0]… level 201``)."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if len(path) >= MAX_DEPTH:
+            return f"{''.join(path[:_PATH_SHOWN]).lstrip('.')}… level {len(path) + 1}"
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        stack.extend((inner, (*path, f".{key}" if isinstance(key, str) else f"[{key}]")) for key, inner in pairs
+                     if isinstance(inner, (dict, list)))  # fmt: skip
+    return "some level"
 
 
 def _first_index(ids: list[Any]) -> dict[Any, int]:

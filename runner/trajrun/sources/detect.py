@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import SourceError
 from ..trajectory import Trajectory
 from . import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai, openai_responses, otel
-from .builder import NotThisFormat, describe
+from .builder import NotThisFormat, TooDeep, describe
 from .documents import SUITE, Spelling, document_kind, load_document
 from .formats import FORMATS
 
@@ -85,6 +85,15 @@ def _show_hint(path: str | Path, select: str | None, record: int | None) -> str:
 def _read(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: Spelling,
           details: bool = True) -> Trajectory:
     """Read as ``format``; ``fix`` and ``hint`` end the message when no format fits."""
+    try:
+        return _read_as(doc, format, origin, fix, hint, spelling, details)
+    except TooDeep as exc:
+        raise SourceError(exc.message, origin) from None
+
+
+def _read_as(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: Spelling,
+             details: bool = True) -> Trajectory:
+    """Read as ``format``; ``_read`` names the source in a ``TooDeep``."""
     if format == "auto":
         return _detect(doc, origin, fix, hint, details)
     reader = _READERS.get(format)

@@ -9,7 +9,8 @@ Sources are untrusted input, so reading them is bounded:
 - ``TRAJRUN_MAX_SOURCE_BYTES`` (default 1 GiB, 1073741824) caps what one source holds in memory,
   counted after decompression: a whole ``.json``/``.yaml`` document, a ``.jsonl`` file read whole,
   or the one line ``record: N`` picks (the lines before it are streamed, so a longer log still
-  works). A gzip bomb stops at the cap instead of inflating to gigabytes.
+  works). Files are inflated and decoded a chunk at a time into the one text parsed, so a source
+  holds its text once, and a gzip bomb stops at the cap holding no more than the cap.
 - JSON nested deeper than Python's decoder can follow, and integers longer than Python's limit
   on int/str conversion (4,300 digits by default), are refused with their line and column, as
   ``yaml_core`` refuses them in YAML.
@@ -23,13 +24,12 @@ Sources are untrusted input, so reading them is bounded:
 
 from __future__ import annotations
 
+import codecs
 import functools
-import io
 import json
 import operator
 import os
 import re
-import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +41,7 @@ from ..limits import MAX_SOURCE_BYTES_VAR, compile_regex, max_source_bytes, rege
 from ..yaml_core import YamlProblem, int_digits_limit, load_data
 from .builder import describe
 from .checkpoints import SUFFIXES, load_database
+from .streams import CHUNK
 
 _JSON_HINT = "check the file is valid JSON (a trailing comma or a missing quote is the usual cause)"
 _KINDS = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
@@ -104,12 +105,10 @@ def load_document(path: str | Path, *, select: str | None = None, record: int | 
                           f"(relative paths resolve against {spelling.folder})", origin)  # fmt: skip
     limit = max_source_bytes()
     try:
-        text = _plain_json(path, limit) if kind == "json" and not zipped else None
-        if text is None:
-            with _open(path, zipped, None if record is not None else limit) as stream:
-                doc = _read(stream, kind, record, origin, limit)
-        else:
-            doc = parse_json(text, origin)
+        with _binary(path, zipped) as stream:
+            if record is None and not zipped and os.fstat(stream.fileno()).st_size > limit:
+                raise _TooLarge(limit)  # refused unread
+            doc = _read(iter(functools.partial(stream.read, CHUNK), b""), kind, record, origin, limit)
     except _TooLarge as exc:
         raise SourceError(_too_large(exc, zipped), origin) from None
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
@@ -139,128 +138,132 @@ def document_kind(path: Path) -> tuple[str, bool]:
     return _KINDS[suffix], zipped
 
 
-def _plain_json(path: Path, limit: int) -> str | None:
-    """A plain JSON file's text, read in one call at its size, as most sources are (through the capped text stream
-    a 50 KB history took a quarter longer to read and decode); None when the file is not as its size says (it
-    grew, or a special file that reports none): the capped stream reads it then."""
-    with path.open("rb", buffering=0) as raw:
-        size = os.fstat(raw.fileno()).st_size
-        if size > limit:
-            raise _TooLarge(limit)
-        data = raw.read(size + 1)
-    return data.decode("utf-8") if len(data) == size else None
-
-
-def _open(path: Path, zipped: bool, limit: int | None) -> IO[str]:
-    """The file as UTF-8 text, decompressing gzip on the fly; more than ``limit`` bytes raise ``_TooLarge``."""
+def _binary(path: Path, zipped: bool) -> IO[bytes]:
+    """The file opened for reading bytes, inflating gzip on the fly."""
     if zipped:
         import gzip  # deferred: start-up time, for the runs that read no .gz file
 
-        raw: IO[bytes] = gzip.open(path, "rb")
-    else:
-        raw = path.open("rb")
-    return io.TextIOWrapper(io.BufferedReader(_Capped(raw, limit)), encoding="utf-8")
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # a GzipFile is a binary file
+    return path.open("rb")
 
 
-class _Capped(io.RawIOBase):
-    """A binary file that gives at most ``limit`` bytes (``None``: no limit), so a gzip bomb stops there."""
-
-    def __init__(self, inner: IO[bytes], limit: int | None) -> None:
-        super().__init__()
-        self.inner, self.limit, self.count = inner, limit, 0
-
-    def readable(self) -> bool:
-        """Always: this is a reader."""
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        """Fill ``buffer`` from the inner file, counting."""
-        n = self.inner.readinto(buffer)  # type: ignore[attr-defined]
-        return self._counted(n)
-
-    def readall(self) -> bytes:
-        """The rest of the file, asking for one byte past the limit to notice it.
-
-        Never ``read(limit)`` at once: that allocates a buffer of the whole limit (1 GiB by default)
-        for every source, however small. A plain file is read at its size, anything else in pieces.
-        """
-        if self.limit is None:
-            data = self.inner.read()
-        else:
-            size = _plain_size(self.inner)
-            want, parts, piece = self.limit - self.count + 1, [], size + 1 if size >= 0 else _PIECE
-            while want > 0 and (chunk := self.inner.read(min(want, piece))):
-                parts.append(chunk)
-                want, piece = want - len(chunk), _PIECE
-            data = b"".join(parts)
-        self._counted(len(data))
-        return data
-
-    def close(self) -> None:
-        """Close the inner file too."""
-        self.inner.close()
-        super().close()
-
-    def _counted(self, n: int) -> int:
-        """Add ``n`` bytes to the count; past the limit is ``_TooLarge``."""
-        self.count += n
-        if self.limit is not None and self.count > self.limit:
-            raise _TooLarge(self.limit)
-        return n
-
-
-_PIECE = 1 << 20
-
-
-def _plain_size(inner: IO[bytes]) -> int:
-    """The bytes left in a plain file opened for binary reading, -1 for anything else (gzip, pipes)."""
-    if not isinstance(inner, io.BufferedReader):
-        return -1
-    try:
-        status = os.fstat(inner.fileno())
-        return status.st_size - inner.tell() if stat.S_ISREG(status.st_mode) else -1
-    except (OSError, ValueError):
-        return -1
-
-
-def _read(stream: IO[str], kind: str, record: int | None, origin: str, limit: int) -> Any:
-    """Parse an open file of the given kind."""
-    if kind == "yaml":
-        return parse_yaml(stream.read(), origin)
-    if kind == "json":
-        return parse_json(stream.read(), origin)
+def _read(chunks: Iterator[bytes], kind: str, record: int | None, origin: str, limit: int) -> Any:
+    """Parse a file of the given kind from its (inflated) chunks."""
     if record is not None:
-        return _record(stream, record, origin, limit)
-    return [parse_json(line, origin, n) for n, line in _numbered(stream, limit) if line.strip()]
+        return _record(chunks, record, origin, limit)
+    text = _text(chunks, limit)
+    if kind == "yaml":
+        return parse_yaml(text, origin)
+    return parse_json(text, origin) if kind == "json" else _jsonl(text, origin)
 
 
-def _numbered(stream: IO[str], limit: int) -> Iterator[tuple[int, str]]:
-    """Lines with their 1-based numbers, read one at a time; a line longer than ``limit`` is ``_TooLarge``."""
-    for number, line in _lines(stream, limit):
-        if len(line) > limit:
-            raise _TooLarge(limit, number)
-        yield number, line
+def _text(chunks: Iterator[bytes], limit: int) -> str:
+    """All ``chunks`` as UTF-8 text, up to ``limit`` bytes: each chunk is decoded as it comes, so the bytes, the
+    text and a joined copy are never held at once and a gzip bomb holds at most the limit when it is refused."""
+    decoder, text, size = _utf8(), "", 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(limit)
+        text += decoder.decode(chunk)  # CPython grows a string only this name holds in place
+    text += decoder.decode(b"", True)
+    return text
 
 
-def _lines(stream: IO[str], limit: int) -> Iterator[tuple[int, str]]:
-    """Numbered lines of at most ``limit + 1`` characters each (a longer line comes cut), read in C."""
-    return enumerate(iter(functools.partial(stream.readline, limit + 1), ""), start=1)
+def _utf8() -> Any:
+    """A strict incremental UTF-8 decoder."""
+    return codecs.getincrementaldecoder("utf-8")()
 
 
-def _record(stream: IO[str], record: int, origin: str, limit: int) -> Any:
+_BLANK = re.compile(r"\s*")
+_SPACES = re.compile(r"[ \t\r]*")  # what json.loads skips around a document, but the newline ending a line
+_DECODER = json.JSONDecoder()
+_NOTHING = object()
+
+
+def _jsonl(text: str, origin: str) -> list[Any]:
+    """The documents of a JSONL text's non-blank lines (numbered from 1, blank ones counted), each decoded where
+    it lies: a copy of each line would hold a one-line file twice."""
+    docs, start, number = [], 0, 1
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        try:
+            doc, stop = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            doc, stop = _NOTHING, -1
+        if stop != end and not (0 <= stop <= end and _SPACES.fullmatch(text, stop, end)):
+            doc = _spaced_line(text, start, end, origin, number)
+        if doc is not _NOTHING:
+            docs.append(doc)
+        start, number = end + 1, number + 1
+    return docs
+
+
+def _spaced_line(text: str, start: int, end: int, origin: str, number: int) -> Any:
+    """The JSON document on ``text[start:end]`` after leading spaces, ``_NOTHING`` for a blank line; an invalid
+    one is copied out for ``parse_json``'s error."""
+    if _BLANK.fullmatch(text, start, end):
+        return _NOTHING
+    try:
+        doc, stop = _DECODER.raw_decode(text, _after_spaces(text, start, end))
+    except (ValueError, RecursionError):
+        stop = end + 1
+    if stop <= end and _after_spaces(text, stop, end) == end:
+        return doc
+    return parse_json(text[start:end], origin, number)
+
+
+def _after_spaces(text: str, start: int, end: int) -> int:
+    """Where the spaces, tabs and carriage returns from ``start`` end (``end`` at most)."""
+    found = _SPACES.match(text, start, end)
+    return found.end() if found else start
+
+
+def _record(chunks: Iterator[bytes], record: int, origin: str, limit: int) -> Any:
     """JSONL line ``record`` (1-based), reading no further than it; each line read must fit ``limit``."""
     if record < 1:
         raise SourceError(f"record {record} is out of range; records are numbered from 1", origin)
-    count = 0
-    for count, line in _lines(stream, limit):  # inline, not _numbered: this loop may skip millions of lines
-        if len(line) > limit:
-            raise _TooLarge(limit, count)
-        if count == record:
-            if not line.strip():
-                raise SourceError(f"record {record} is a blank line; expected a JSON record on that line", origin)
-            return parse_json(line, origin, record)
+    number, length = 1, 0  # the line being read, and its bytes so far
+    decoder, text = _utf8(), ""
+    for chunk in chunks:
+        ends = chunk.count(b"\n")
+        if number + ends < record and len(chunk) <= limit:  # skipped whole: only its first line can be too long
+            first = chunk.find(b"\n")
+            length += len(chunk) if first < 0 else first
+            if length > limit:
+                raise _TooLarge(limit, number)
+            if first >= 0:
+                number, length = number + ends, len(chunk) - chunk.rfind(b"\n") - 1
+            continue
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            stop = len(chunk) if end < 0 else end
+            length += stop - start
+            if length > limit:
+                raise _TooLarge(limit, number)
+            if number == record:
+                text += decoder.decode(chunk[start:stop])
+            if end < 0:
+                break
+            if number == record:
+                text += decoder.decode(b"", True)
+                return _record_doc(text, record, origin)
+            number, length, start = number + 1, 0, end + 1
+    if number == record and length:
+        text += decoder.decode(b"", True)
+        return _record_doc(text, record, origin)
+    count = number if length else number - 1
     raise SourceError(f"record {record} is past the end: the file has {count} record{'s' if count != 1 else ''} "
                       "(one per line)", origin)  # fmt: skip
+
+
+def _record_doc(line: str, record: int, origin: str) -> Any:
+    """The JSON document on line ``record``, which must not be blank."""
+    if not line or line.isspace():
+        raise SourceError(f"record {record} is a blank line; expected a JSON record on that line", origin)
+    return parse_json(line, origin, record)
 
 
 def parse_json(text: str, origin: str, line: int = 0) -> Any:

@@ -10,10 +10,11 @@ its ``messages`` give turns, results and error flags (paired by order and name: 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..trajectory import ToolCall, Trajectory, Usage
-from .builder import Builder, NotThisFormat, decode_args, make_usage, result_content, text_of
+from .builder import Builder, NotThisFormat, check_depth, decode_args, make_usage, result_content, text_of
 from .formats import FORMATS
 
 FORMAT = "trajectory"
@@ -58,6 +59,9 @@ def _own(doc: dict[str, Any]) -> Trajectory:
     if not isinstance(turns, int) or isinstance(turns, bool):
         turns = turn + 1
     fmt = doc.get("format")
+    names = [call.name for call in calls]
+    check_depth(names, [call.args for call in calls], "arguments")
+    check_depth(names, [call.result for call in calls], "result")
     return Trajectory(
         tuple(calls), turns, _usage(doc.get("usage")), _text(doc.get("answer")), _nodes(doc.get("nodes")),
         fmt if fmt in FORMATS else FORMAT, _milliseconds(doc.get("wall_ms")),
@@ -65,8 +69,14 @@ def _own(doc: dict[str, Any]) -> Trajectory:
 
 
 def _milliseconds(raw: Any) -> float | None:
-    """A recorded time in milliseconds (``duration_ms``, ``wall_ms``); anything but a number is none."""
-    return float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+    """A recorded time in milliseconds (``duration_ms``, ``wall_ms``); anything but a finite number is none."""
+    if not isinstance(raw, (int, float)) or isinstance(raw, bool):
+        return None
+    try:
+        value = float(raw)
+    except OverflowError:  # an integer past a float's range
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _elixir(doc: dict[str, Any], details: bool) -> Trajectory:

@@ -31,10 +31,11 @@ TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "judge_defaults"
 CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
              "budget", "nodes", "answer", "judge", "threshold", "repeat", "pass_rate", "parametrize", "tags", "skip",
              "xfail", "requires", "latency")
-JUDGE_DEFAULT_KEYS = ("model", "base_url", "api_key", "timeout", "retries", "temperature")
+JUDGE_DEFAULT_KEYS = ("model", "base_url", "api_key", "api_key_env", "timeout", "retries", "temperature")
 _NOT_RENDERED = ("source", "messages")
 MAX_SUITE_CASES = 100_000
-"""The most cases one suite file may hold after ``parametrize`` (counted before any is built)."""
+"""The most cases the ``parametrize`` keys of one suite file may make together (counted before any is built). Cases
+written out are not counted: the file's size bounds them, and a large file is built one case at a time."""
 STREAM_BYTES = 1 << 20
 """Suite files of at least this size can be built one case at a time (``open_suite``)."""
 
@@ -177,8 +178,7 @@ class _Top:
             self.ctx.error(("cases",), "cases is empty; a suite needs at least one case")
         total = sum(count for count in map(_planned, raw) if count <= MAX_CASES)  # a larger one errs on its own
         if total > MAX_SUITE_CASES:
-            self.ctx.error(("cases",), f"the cases would make {total:,} cases after parametrize, above the limit of "
-                                       f"{MAX_SUITE_CASES:,} per suite file; split them into several suite files")
+            self.ctx.error(("cases",), _too_many(total))
             return ()
         seen: dict[str, int] = {}
         return tuple(self._unique(case, seen) for index, item in enumerate(raw)
@@ -187,8 +187,8 @@ class _Top:
     def streamed(self, split: Split) -> Iterator[Case]:
         """Every case, each item parsed and built when it is reached; the file's errors raised at the end.
 
-        The limit on cases is counted as the items come: past it, ``Unsplittable`` (loaded whole, the
-        file's total is reported before anything is built).
+        The limit on the cases ``parametrize`` makes is counted as the items come: past it, ``Unsplittable``
+        (loaded whole, the file's total is reported before anything is built).
         """
         seen: dict[str, int] = {}
         total = 0
@@ -200,7 +200,7 @@ class _Top:
                     break
                 total += count if (count := _planned(loaded.data)) <= MAX_CASES else 0
                 if total > MAX_SUITE_CASES:
-                    raise Unsplittable(f"more than {MAX_SUITE_CASES:,} cases")
+                    raise Unsplittable(f"parametrize makes more than {MAX_SUITE_CASES:,} cases")
                 built = self._expand(loaded.data, index, Ctx(self.ctx.file, loaded.marks, self.ctx.errors))
             yield from (self._unique(case, seen) for case in built)
         raise_errors(self.ctx.errors)
@@ -261,11 +261,20 @@ class _Top:
 
 
 def _planned(item: Any) -> int:
-    """How many cases a written case makes, from its ``parametrize`` alone (a malformed one counts 1: it errs later)."""
-    spec = item.get("parametrize") if isinstance(item, dict) else None
+    """How many cases a written case's ``parametrize`` makes: 0 without one (a malformed one counts 1: it errs
+    later)."""
+    if not isinstance(item, dict) or "parametrize" not in item:
+        return 0
+    spec = item["parametrize"]
     if isinstance(spec, dict) and spec and all(isinstance(values, list) for values in spec.values()):
         return math.prod(map(len, spec.values()))
     return len(spec) if isinstance(spec, list) and spec else 1
+
+
+def _too_many(total: int) -> str:
+    """The message for a file whose ``parametrize`` keys make more than ``MAX_SUITE_CASES`` cases."""
+    return (f"parametrize would make {total:,} cases in this file, above the limit of {MAX_SUITE_CASES:,} per suite "
+            "file (cases written out are not counted); split the parametrized cases into several suite files")
 
 
 def _default_name(path: Path) -> str:
