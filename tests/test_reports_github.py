@@ -63,7 +63,7 @@ def test_summary_has_counts_and_a_row_per_problem() -> None:
     text = github.summary(_run((_case("ok", "passed"), _case("bad", "failed", "1 check failed: steps (a | b)"))))
     assert "**1 passed, 1 failed in 0.00s**" in text
     assert "| 1 | 1 | 0 | 0 | 0 | 0 |" in text
-    assert "| weather :: bad (`suites/w.suite.yaml:7`) | failed | 1 check failed: steps (a \\| b) |" in text
+    assert "| weather :: bad (<code>suites/w.suite.yaml:7</code>) | failed | 1 check failed: steps (a \\| b) |" in text
 
 
 def test_cli_annotates_and_appends_the_summary_under_github_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ import click
 from . import __version__
 from .cli_run import run
 from .cli_shared import EXIT_INTERNAL, EXIT_USAGE, fail, folder, golden_root_option, parse_vars
-from .errors import TrajrunError, exception_line, exception_trace
+from .errors import TrajrunError, exception_line, exception_trace, inline
 from .sources.formats import FORMATS
 
 TRACEBACK_VAR = "TRAJRUN_TRACEBACK"
@@ -28,7 +28,7 @@ def _internal_error(exc: Exception, show_trace: bool, how_to_see: str) -> NoRetu
         print(exception_trace(exc), file=sys.stderr)
     last = exception_line(exc)
     hint = "please report it" if show_trace else f"{how_to_see} for the traceback, and please report it"
-    click.echo(f"trajrun: internal error: {last}; {hint}", err=True)
+    click.echo(f"trajrun: internal error: {inline(last)}; {hint}", err=True)
     sys.exit(EXIT_INTERNAL)
 
 
@@ -107,9 +107,9 @@ def show(source: str, fmt: str, select: str | None, record: int | None, verbose:
 def record(source: str, fmt: str, select: str | None, record: int | None, verbose: bool, thread: str | None,
            checkpoint: str | None) -> None:
     """Print SOURCE's steps as YAML, ready to paste into a suite or save as a golden file."""
-    from .suites.golden import dump_steps  # deferred: start-up time
+    from .reports.show import render_steps  # deferred: start-up time
 
-    click.echo(dump_steps(_load(source, fmt, select, record, verbose, (thread, checkpoint))), nl=False)
+    click.echo(render_steps(_load(source, fmt, select, record, verbose, (thread, checkpoint))), nl=False)
 
 
 @main.command()
@@ -126,6 +126,7 @@ def schema() -> None:
 @golden_root_option
 def validate(paths: tuple[str, ...], variables: tuple[str, ...], golden_root: str | None) -> None:
     """Load and check suites and their sources without running them."""
+    from .reports.text import not_a_command  # deferred: start-up time
     from .run.validate import validate_paths  # deferred: start-up time
 
     try:
@@ -133,7 +134,7 @@ def validate(paths: tuple[str, ...], variables: tuple[str, ...], golden_root: st
     except TrajrunError as exc:
         fail(str(exc))
     for line in problems:
-        click.echo(line)
+        click.echo(not_a_command(inline(line)))
     click.echo(f"{count} suite file{'s' if count != 1 else ''} checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}")
     sys.exit(EXIT_USAGE if problems else 0)
 

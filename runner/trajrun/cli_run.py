@@ -230,8 +230,11 @@ def _write_reports(result: Any, junit: tuple[str | None, bool, str], json_file: 
             sys.stdout.flush()
         else:
             problems += _try_write("--json", lambda: json_report.write(result, Path(json_file)))
+    from .errors import inline  # deferred: start-up time
+    from .reports.text import not_a_command  # deferred: start-up time
+
     for problem in problems:
-        click.echo(f"trajrun: error: {problem}", err=True)
+        click.echo(not_a_command(f"trajrun: error: {inline(problem)}"), err=True)
     if problems:
         sys.exit(EXIT_USAGE)
 

@@ -14,10 +14,13 @@ EXIT_INTERNAL = 3
 
 
 def fail(message: str, details: tuple[str, ...] = ()) -> NoReturn:
-    """Print an error without a traceback (then the ``details`` lines) and exit with status 2."""
-    click.echo(f"trajrun: error: {message}", err=True)
-    for line in details:
-        click.echo(line, err=True)
+    """Print an error without a traceback (then the ``details`` lines) and exit with status 2; each of them one
+    line (a path or a name it quotes cannot break it), none that GitHub Actions would read as a workflow command."""
+    from .errors import inline  # deferred: start-up time
+    from .reports.text import not_a_command  # deferred: start-up time
+
+    for line in (f"trajrun: error: {message}", *details):
+        click.echo(not_a_command(inline(line)), err=True)
     sys.exit(EXIT_USAGE)
 
 

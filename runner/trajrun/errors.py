@@ -6,7 +6,7 @@ import difflib
 import functools
 import json
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from .frozen import frozen
 
@@ -119,10 +119,18 @@ def kind(value: Any) -> str:
     return type(value).__name__
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` — did you mean 'x'?`` for the closest choice, or ``; expected one of a, b`` when none is close."""
+def did_you_mean(word: str, choices: Iterable[str], meanings: Mapping[str, str] | None = None) -> str:
+    """`` — did you mean 'x'?`` for the closest choice, or ``; expected one of a, b`` when none is close.
+
+    ``meanings`` maps names other tools use (lower case, words joined by ``_``) to a hint by meaning,
+    which wins over spelling: ``ordered`` is closest to ``unordered`` in letters, not in meaning.
+    A choice written in other case or with ``-`` or spaces (``IN_ORDER``, ``in-order``) is named as is.
+    """
     choices = list(choices)
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    plain = re.sub(r"[\s-]+", "_", word.strip()).lower()
+    if meanings and plain in meanings:
+        return f" — {meanings[plain]}"
+    close = [plain] if plain in choices else difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f" — did you mean '{close[0]}'?" if close else f"; expected one of {', '.join(choices)}"
 
 
@@ -138,3 +146,22 @@ def exception_trace(exc: BaseException) -> str:
     import traceback  # deferred, as in exception_line
 
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+
+
+# Characters that could end or rewrite a line of output: C0 controls (line feed, carriage return and tab
+# included), DEL, C1 controls, Unicode line and paragraph separators, and lone surrogates.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    """``\\n``, ``\\x1b`` or ``\\u2028`` for one unprintable character."""
+    char = match.group()
+    code = ord(char)
+    return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+
+
+def inline(text: str) -> str:
+    """A string from a suite or a source, made safe to embed in one line of a message: every control character,
+    line separator and lone surrogate shown as an escape (a line feed as ``\\n``), so it cannot start a line."""
+    return _UNPRINTABLE.sub(_escape, text)

@@ -136,15 +136,17 @@ class SuiteFile(pytest.File):
 
     def collect(self) -> Iterator[CaseItem]:
         """Load the suite; load errors become one collection error listing every message."""
+        from .errors import inline  # deferred: the plugin loads in every pytest session
+        from .reports.text import not_a_command  # deferred: the plugin loads in every pytest session
         from .suites.load import load_suite  # deferred: the plugin loads in every pytest session
 
         try:
             suite = load_suite(self.path, self.config.stash.get(_VARIABLES, {}),
                                self.config.getoption("trajrun_golden_root"))
         except SuiteErrors as exc:
-            raise self.CollectError(str(exc)) from None
-        for case in suite.cases:
-            yield CaseItem.from_parent(self, name=case.name, suite=suite, case=case)
+            raise self.CollectError(not_a_command("\n".join(inline(str(e)) for e in exc.errors))) from None
+        for case in suite.cases:  # a name is one line of pytest's output, as of trajrun's
+            yield CaseItem.from_parent(self, name=not_a_command(inline(case.name)), suite=suite, case=case)
 
 
 class CaseProblem(pytest.fail.Exception):
@@ -173,11 +175,13 @@ def pytest_runtest_makereport(
 
 
 def case_report(result: CaseResult) -> str:
-    """What ``trajrun run`` prints for a case: the one-line message, the details body, then the notes."""
-    from .reports.text import terminal_safe  # deferred: the plugin loads in every pytest session
+    """What ``trajrun run`` prints for a case: the one-line message, the details body, then the notes (a suite's
+    or a source's strings escaped as the console escapes them)."""
+    from .errors import inline  # deferred: the plugin loads in every pytest session
+    from .reports.text import not_a_command, terminal_safe  # deferred: the plugin loads in every pytest session
 
-    parts = [result.message, result.details, *(f"note: {note}" for note in result.notes)]
-    return terminal_safe("\n".join(part for part in parts if part))
+    parts = [inline(result.message), terminal_safe(result.details), *(f"note: {inline(note)}" for note in result.notes)]
+    return not_a_command("\n".join(part for part in parts if part))
 
 
 class CaseItem(pytest.Item):
@@ -200,7 +204,7 @@ class CaseItem(pytest.Item):
             else:
                 self.extra_keyword_matches.add(tag)
         if case.skip is not None:
-            self.add_marker(pytest.mark.skip(reason=case.skip or "skipped"))
+            self.add_marker(pytest.mark.skip(reason=_reason(case.skip or "skipped")))
 
     def setup(self) -> None:
         """Run the case (each file source read once per session); a case error is raised here."""
@@ -219,12 +223,13 @@ class CaseItem(pytest.Item):
             self.result = run_case(self.case, self.suite, cid, cache, self.config.getoption("trajrun_update_golden"),
                                    judge)  # fmt: skip
         if self.result.notes:
-            self.add_report_section("setup", "trajrun", "\n".join(f"note: {note}" for note in self.result.notes))
+            notes = "\n".join(f"note: {_reason(note)}" for note in self.result.notes)
+            self.add_report_section("setup", "trajrun", notes)
         verdict = self.result.evaluation.judge if self.result.evaluation else None
         if verdict is not None and verdict.score is not None:
             from .reports.text import judge_text  # deferred: the plugin loads in every pytest session
 
-            self.add_report_section("setup", "trajrun judge", judge_text(verdict))
+            self.add_report_section("setup", "trajrun judge", _reason(judge_text(verdict)))
         if self.result.outcome == "error":
             raise CaseProblem(self.result)
 
@@ -235,9 +240,9 @@ class CaseItem(pytest.Item):
         if result.outcome in ("failed", "xpassed"):
             raise CaseProblem(result)
         if result.outcome == "xfailed":
-            pytest.xfail(result.message)
+            pytest.xfail(_reason(result.message))
         if result.outcome == "skipped":  # what it `requires` is missing, or its only check is a skipped judge
-            pytest.skip(result.message)
+            pytest.skip(_reason(result.message))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         """A failed case prints as the CLI prints it; anything else falls back to pytest's report."""
@@ -254,16 +259,26 @@ class CaseItem(pytest.Item):
         """
         from _pytest._code.code import ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback  # deferred: as below
 
-        from .reports.text import terminal_safe  # deferred: the plugin loads in every pytest session
+        from .errors import inline  # deferred: the plugin loads in every pytest session
+        from .reports.text import not_a_command  # deferred: the plugin loads in every pytest session
 
-        where, line = terminal_safe(self.location[0]), self.case.loc.line
-        entry = ReprEntry([f"{where}:{line}", *case_report(result).splitlines()], None, None, None, "value")
-        crash = ReprFileLocation(where, line, terminal_safe(result.message))
+        where, line = inline(self.location[0]), self.case.loc.line
+        entry = ReprEntry([not_a_command(f"{where}:{line}"), *case_report(result).splitlines()], None, None, None,
+                          "value")  # fmt: skip
+        crash = ReprFileLocation(where, line, _reason(result.message))
         return ReprExceptionInfo(reprtraceback=ReprTraceback([entry], None, "value"), reprcrash=crash)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         """The suite file, the case's 0-based line, and a label."""
         return self.path, max(self.case.loc.line - 1, 0), f"case {self.name}"
+
+
+def _reason(text: str) -> str:
+    """A suite's or a source's text (a skip reason, a message, a note) as one line pytest prints safely."""
+    from .errors import inline  # deferred: the plugin loads in every pytest session
+    from .reports.text import not_a_command  # deferred: the plugin loads in every pytest session
+
+    return not_a_command(inline(text))
 
 
 def _is_marker_name(tag: str) -> bool:

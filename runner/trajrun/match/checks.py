@@ -1,7 +1,8 @@
 """The checks beside the steps: never, before, calls, budget, latency, nodes, answer.
 
 Each takes the expectation, the run and a list to which it appends a sentence for every part
-that cannot be evaluated on this run; it returns its failures (none when it holds).
+that cannot be evaluated on this run; it returns its failures (none when it holds). Tool and node
+names are escaped by ``inline`` where the text embeds them, so none can break a line of a report.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections import Counter
 from itertools import compress
 from typing import Callable
 
-from ..errors import CheckError
+from ..errors import CheckError, inline
 from ..trajectory import Trajectory
 from .expectation import TOTAL, UNSET, CountBound, Expectation
 from .values import Matcher, compare_value, render_value
@@ -24,8 +25,9 @@ def check_never(expect: Expectation, traj: Trajectory, errors: list[str]) -> lis
     called = [name for name in expect.never if traj.calls_named(name)]
     if not called:
         return []
-    lines = [f"{c.name} called at turn {c.turn}, position {c.position}" for name in called for c in traj.calls_named(name)]
-    return [CheckFailure("never", ", ".join(called), "\n".join(lines))]
+    lines = [f"{inline(c.name)} called at turn {c.turn}, position {c.position}"
+             for name in called for c in traj.calls_named(name)]  # fmt: skip
+    return [CheckFailure("never", ", ".join(map(inline, called)), "\n".join(lines))]
 
 
 def check_before(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
@@ -34,19 +36,20 @@ def check_before(expect: Expectation, traj: Trajectory, errors: list[str]) -> li
     for first, then in expect.before:
         if traj.called_before(first, then):
             continue
-        broken.append(f"{first} before {then}")
+        broken.append(f"{inline(first)} before {inline(then)}")
         lines.append(_before_detail(traj, first, then))
     return [CheckFailure("before", ", ".join(broken), "\n".join(lines))] if broken else []
 
 
 def _before_detail(traj: Trajectory, first: str, then: str) -> str:
     """Why ``[first, then]`` does not hold: a tool never called, or the turns."""
-    missing = [name for name in (first, then) if not traj.calls_named(name)]
+    missing = [inline(name) for name in (first, then) if not traj.calls_named(name)]
+    a, b = inline(first), inline(then)
     if missing:
-        return f"{first} before {then}: {' and '.join(missing)} never called"
-    a = min(c.turn for c in traj.calls_named(first))
-    b = max(c.turn for c in traj.calls_named(then))
-    return f"{first} before {then}: first {first} at turn {a}, last {then} at turn {b}"
+        return f"{a} before {b}: {' and '.join(missing)} never called"
+    turn_a = min(c.turn for c in traj.calls_named(first))
+    turn_b = max(c.turn for c in traj.calls_named(then))
+    return f"{a} before {b}: first {a} at turn {turn_a}, last {b} at turn {turn_b}"
 
 
 def check_calls(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
@@ -65,7 +68,7 @@ def check_calls(expect: Expectation, traj: Trajectory, errors: list[str]) -> lis
 
 def _calls_table(expect: Expectation, counts: dict[str, int]) -> str:
     """Each bounded tool's bound against its count, aligned: ``search  at most 2  actual 3  too many``."""
-    rows = [(name, _bound_text(bound), counts[name], _count_verdict(counts[name], bound))
+    rows = [(inline(name), _bound_text(bound), counts[name], _count_verdict(counts[name], bound))
             for name, bound in expect.calls.items()]  # fmt: skip
     name_width = max(len(name) for name, _, _, _ in rows)
     bound_width = max(len(text) for _, text, _, _ in rows)
@@ -92,14 +95,15 @@ def _count_verdict(count: int, bound: CountBound) -> str:
 
 def _count_problem(name: str, count: int, bound: CountBound) -> str:
     """The sentence for a count outside its bounds, or empty."""
-    times = f"{count} time{'s' if count != 1 else ''}"
     if bound.min is not None and bound.min == bound.max and count != bound.min:
-        return f"{name} called {times}, expected {bound.min}"
-    if bound.max is not None and count > bound.max:
-        return f"{name} called {times}, max {bound.max}"
-    if bound.min is not None and count < bound.min:
-        return f"{name} called {times}, min {bound.min}"
-    return ""
+        limit = f"expected {bound.min}"
+    elif bound.max is not None and count > bound.max:
+        limit = f"max {bound.max}"
+    elif bound.min is not None and count < bound.min:
+        limit = f"min {bound.min}"
+    else:
+        return ""
+    return f"{inline(name)} called {count} time{'s' if count != 1 else ''}, {limit}"
 
 
 def check_budget(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
@@ -147,12 +151,12 @@ def check_latency(expect: Expectation, traj: Trajectory, errors: list[str]) -> l
         calls = traj.calls_named(name)
         untimed = [c.position for c in calls if c.duration_ms is None]
         if untimed or not traj.records_durations:
-            why = (f"call [{untimed[0]}] of {name} has no recorded duration" if traj.records_durations
+            why = (f"call [{untimed[0]}] of {inline(name)} has no recorded duration" if traj.records_durations
                    else f"the {traj.format} source records no call durations")  # fmt: skip
-            errors.append(f"latency: {name} cannot be checked: {why}; remove the bound or read the run from a trace "
-                          "(otel)")  # fmt: skip
+            errors.append(f"latency: {inline(name)} cannot be checked: {why}; remove the bound or read the run "
+                          "from a trace (otel)")  # fmt: skip
             continue
-        rows.extend((f"{name} [{c.position}]", limit, c.duration_ms) for c in calls)  # type: ignore[misc]
+        rows.extend((f"{inline(name)} [{c.position}]", limit, c.duration_ms) for c in calls)  # type: ignore[misc]
     over = [f"{name} {value:.1f} ms > {limit:g} ms" for name, limit, value in rows if value > limit]
     return [CheckFailure("latency", ", ".join(over), _latency_table(rows))] if over else []
 
@@ -200,8 +204,8 @@ def _nodes_table(expected: tuple[tuple[str, ...], ...], actual: tuple[tuple[str,
     """Expected and actual nodes, one line per turn."""
     lines = []
     for turn in range(max(len(expected), len(actual))):
-        exp = ", ".join(expected[turn]) if turn < len(expected) else "-"
-        act = ", ".join(actual[turn]) if turn < len(actual) else "-"
+        exp = ", ".join(map(inline, expected[turn])) if turn < len(expected) else "-"
+        act = ", ".join(map(inline, actual[turn])) if turn < len(actual) else "-"
         lines.append(f"turn {turn}: expected [{exp}], got [{act}]")
     return "\n".join(lines)
 

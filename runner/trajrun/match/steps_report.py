@@ -14,6 +14,7 @@ from dataclasses import field
 from itertools import accumulate, filterfalse
 from typing import Any
 
+from ..errors import inline
 from ..frozen import frozen
 from ..trajectory import ToolCall
 from .argrules import args_match
@@ -98,13 +99,14 @@ def _unpaired(count: int, paired: set[int]) -> tuple[int, ...]:
 
 
 def step_label(step: Step) -> str:
-    """``search {"query":"weather in Paris"}``; a step with any arguments is its bare name."""
-    return step.name if step.args is ANY_ARGS else f"{step.name} {render_value(step.args)}"
+    """``search {"query":"weather in Paris"}``; a step with any arguments is its bare name (names escaped by
+    ``inline``, as every suite's or source's string in the report's text)."""
+    return inline(step.name) if step.args is ANY_ARGS else f"{inline(step.name)} {render_value(step.args)}"
 
 
 def call_label(call: ToolCall) -> str:
     """``search {"query":"weather in Lyon"}``."""
-    return f"{call.name} {render_value(call.args)}"
+    return f"{inline(call.name)} {render_value(call.args)}"
 
 
 def step_diffs(cand: Candidates, index: int, call: ToolCall) -> list[str]:
@@ -113,7 +115,7 @@ def step_diffs(cand: Candidates, index: int, call: ToolCall) -> list[str]:
     lines = [] if call.name == step.name else [f"name: expected {step.name!r}, got {call.name!r}"]
     if rule.compare and step.args is not ANY_ARGS:
         if not args_match(step.args, call.args, rule):
-            lines.append(f"$: compare {rule.compare} returned false for {render_value(call.args)}")
+            lines.append(f"$: compare {inline(rule.compare)} returned false for {render_value(call.args)}")
     else:
         diffs: list[Diff] = []
         args_match(step.args, call.args, rule, diffs)
@@ -178,13 +180,15 @@ def _nearest(cand: Candidates, index: int, free: dict[str, list[int]]) -> Neares
     same = sum(1 for c in cand.calls if c.name == step.name)
     if same:
         wanted = sum(1 for s in cand.steps if s.name == step.name)
-        return Nearest(index, None, note=f"every call of {step.name} is paired with another step ({same} calls for {wanted} steps)")
+        return Nearest(index, None, note=f"every call of {inline(step.name)} is paired with another step ({same} calls "
+                                         f"for {wanted} steps)")
     names = sorted({c.name for c in cand.calls})
     near = [n for n in names if step.name in n or n in step.name] or difflib.get_close_matches(
         step.name, names, n=1, cutoff=0.75
     )
-    hint = f"; did you mean {near[0]}?" if near else f"; called: {', '.join(names)}" if names else "; no tool was called"
-    return Nearest(index, None, note=f"no call of {step.name}{hint}")
+    hint = (f"; did you mean {inline(near[0])}?" if near else f"; called: {', '.join(map(inline, names))}" if names
+            else "; no tool was called")  # fmt: skip
+    return Nearest(index, None, note=f"no call of {inline(step.name)}{hint}")
 
 
 def _rows(mode: str, pairs: Pairs, missing: tuple[int, ...], unexpected: tuple[int, ...], nearest: tuple[Nearest, ...]) -> list[Row]:

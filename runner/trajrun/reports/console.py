@@ -8,8 +8,9 @@ import time
 from collections.abc import Mapping
 from typing import TextIO
 
+from ..errors import inline
 from ..run.results import CaseResult, RunResult, SuiteResult
-from .text import judge_text, terminal_safe
+from .text import judge_text, not_a_command, terminal_safe
 
 LETTERS = {"passed": ".", "failed": "F", "error": "E", "skipped": "s", "xfailed": "x", "xpassed": "X"}
 WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED", "xfailed": "XFAIL", "xpassed": "XPASS"}
@@ -75,23 +76,24 @@ def _details(text: str, color: bool) -> list[str]:
 
 def _failure_block(case: CaseResult, color: bool, width: int) -> list[str]:
     """One failed, erred or xpassed case: header, ``file:line``, message, details and notes."""
-    lines = [paint(rule(terminal_safe(case.case_id), "_", width), "red bold", color)]
-    lines.append(terminal_safe(f"{case.file}:{case.line}"))
-    lines.append(paint(terminal_safe(case.message or WORDS[case.outcome]), COLORS[case.outcome], color))
+    lines = [paint(rule(inline(case.case_id), "_", width), "red bold", color)]
+    lines.append(f"{inline(case.file)}:{case.line}")
+    # a message's own lines (a command's stderr tail) stay lines here, each escaped; the summary joins them
+    for line in (case.message or WORDS[case.outcome]).split("\n"):
+        lines.append(paint(inline(line), COLORS[case.outcome], color))
     if case.details:
         lines.extend(_details(case.details, color))
     verdict = case.evaluation.judge if case.evaluation else None
     if verdict is not None and verdict.passed:  # a failing judge is in the details already
-        lines.append(terminal_safe(judge_text(verdict)))
-    lines.extend(f"note: {terminal_safe(note)}" for note in case.notes)
+        lines.append(inline(judge_text(verdict)))
+    lines.extend(f"note: {inline(note)}" for note in case.notes)
     return lines
 
 
 def _load_block(suite: SuiteResult, color: bool, width: int) -> list[str]:
     """One suite that could not be loaded: header and every error, one per line."""
-    lines = [paint(rule(terminal_safe(f"ERROR loading {suite.file}"), "_", width), "red bold", color)]
-    for error in suite.load_errors:
-        lines.extend(terminal_safe(error).splitlines())
+    lines = [paint(rule(f"ERROR loading {inline(suite.file)}", "_", width), "red bold", color)]
+    lines.extend(map(inline, suite.load_errors))
     return lines
 
 
@@ -102,18 +104,18 @@ def _short_summary(run: RunResult, color: bool) -> list[str]:
         if suite.load_errors:
             n = len(suite.load_errors)
             detail = f"suite could not be loaded ({n} error{'s' if n > 1 else ''})"
-            lines.append(f"{paint('ERROR', 'red', color)} {terminal_safe(suite.file)} - {detail}")
+            lines.append(f"{paint('ERROR', 'red', color)} {inline(suite.file)} - {detail}")
     for case in run.cases:
         if case.outcome in PROBLEMS:
             word = paint(WORDS[case.outcome], COLORS[case.outcome], color)
-            lines.append(f"{word} {terminal_safe(case.case_id)} - {terminal_safe(case.message)}".rstrip(" -"))
+            lines.append(f"{word} {inline(case.case_id)} - {inline(case.message)}".rstrip(" -"))
     return lines
 
 
 def _notes(run: RunResult) -> list[str]:
     """Notes of cases outside the failures section (a golden file updated on a passing case)."""
     return [
-        f"{terminal_safe(case.case_id)}: {terminal_safe(note)}"
+        f"{inline(case.case_id)}: {inline(note)}"
         for case in run.cases
         if case.outcome not in PROBLEMS
         for note in case.notes
@@ -123,7 +125,7 @@ def _notes(run: RunResult) -> list[str]:
 def _judged(run: RunResult) -> list[str]:
     """The judge's score and reasoning for each judged case outside the failures section."""
     return [
-        f"{terminal_safe(case.case_id)}: {terminal_safe(text)}"
+        f"{inline(case.case_id)}: {inline(text)}"
         for case in run.cases
         if case.outcome not in PROBLEMS and (text := judge_text(case.evaluation.judge if case.evaluation else None))
     ]
@@ -137,7 +139,10 @@ def _status_color(run: RunResult) -> str:
 
 
 def render_summary(run: RunResult, *, color: bool = False, width: int = DEFAULT_WIDTH, verbosity: int = 0) -> list[str]:
-    """Everything printed after the cases ran, as lines; the last is ``run.summary_line()`` exactly."""
+    """Everything printed after the cases ran, as lines; the last is ``run.summary_line()`` exactly.
+
+    A suite's or a source's strings are escaped to stay within their line (``inline``), and no line is
+    left that GitHub Actions would read as a workflow command (``not_a_command``)."""
     lines: list[str] = []
     sections = [
         ("ERRORS", [line for s in run.suites if s.load_errors for line in _load_block(s, color, width)]),
@@ -147,7 +152,7 @@ def render_summary(run: RunResult, *, color: bool = False, width: int = DEFAULT_
         ("short test summary info", _short_summary(run, color)),
     ]
     if run.usage_error:
-        sections.insert(0, ("USAGE ERROR", [terminal_safe(run.usage_error)]))
+        sections.insert(0, ("USAGE ERROR", [inline(run.usage_error)]))
     for title, body in sections:
         if body:
             lines.append(paint(rule(title, "=", width), "bold", color))
@@ -155,7 +160,7 @@ def render_summary(run: RunResult, *, color: bool = False, width: int = DEFAULT_
     if verbosity >= 0:
         lines.append(paint(rule("", "=", width), _status_color(run), color))
     lines.append(run.summary_line())
-    return lines
+    return [not_a_command(line) for line in lines]
 
 
 class ConsoleReporter:
@@ -190,7 +195,7 @@ class ConsoleReporter:
         """Mark a suite file that could not be loaded (its errors are listed at the end)."""
         if self.verbosity >= 1:
             word = paint("ERROR", "red", self.color)
-            self._write_line(f"{terminal_safe(result.file)} {word} (suite could not be loaded)")
+            self._write_line(f"{inline(result.file)} {word} (suite could not be loaded)")
         elif self.verbosity == 0:
             self._letter(result.file, paint("E", "red", self.color))
 
@@ -222,23 +227,23 @@ class ConsoleReporter:
         if not final and now - self._records_drawn < 0.1:
             return
         self._records_drawn = now
-        tag = "" if final else f" [{terminal_safe(case_id)}: {done:,} records]"
+        tag = "" if final else f" [{inline(case_id)}: {done:,} records]"
         self.stream.write("\r" + self._line_text + tag + "\x1b[K")
         self._flush()
 
     def _case_line(self, result: CaseResult) -> tuple[str, int]:
         """``suites/a.suite.yaml::paris PASSED``, with the reason after a skip or xfail, and its visible length."""
-        plain = f"{terminal_safe(result.case_id)} {WORDS[result.outcome]}"
-        line = f"{terminal_safe(result.case_id)} {paint(WORDS[result.outcome], COLORS[result.outcome], self.color)}"
+        plain = f"{inline(result.case_id)} {WORDS[result.outcome]}"
+        line = f"{inline(result.case_id)} {paint(WORDS[result.outcome], COLORS[result.outcome], self.color)}"
         if result.outcome in ("skipped", "xfailed") and result.message:
-            reason = f" ({terminal_safe(result.message)})"
+            reason = f" ({inline(result.message)})"
             plain, line = plain + reason, line + reason
         return line, len(plain)
 
     def _write_line(self, text: str) -> None:
         """Write a whole line, after ending any open letters line."""
         self._end_line()
-        self.stream.write(text + "\n")
+        self.stream.write(not_a_command(text) + "\n")
         self._flush()
 
     def _letter(self, file: str, letter: str, case: bool = False) -> None:
@@ -247,7 +252,8 @@ class ConsoleReporter:
         if file != self._line_file:
             self._end_line()
             self._line_file = file
-            self._add(terminal_safe(file) + " ", len(terminal_safe(file)) + 1)
+            shown = not_a_command(inline(file))
+            self._add(shown + " ", len(shown) + 1)
         elif self.progress and self._line_length >= self.width - 8:
             self._end_line()
             self._line_file = file

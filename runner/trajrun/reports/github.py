@@ -1,7 +1,8 @@
 """GitHub Actions output: an ``::error`` workflow command per failed case, and a Markdown job summary.
 
 GitHub reads workflow commands from a step's output and shows each as an annotation on the suite
-file's line; the job summary is Markdown appended to the file ``$GITHUB_STEP_SUMMARY`` names.
+file's line; the job summary is Markdown appended to the file ``$GITHUB_STEP_SUMMARY`` names. Every
+name, message and path in it is text: HTML and Markdown escaped, so a suite renders no tag, link or image.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..errors import inline
 from ..run.results import CaseResult, RunResult
 from .text import one_line, terminal_safe
 
@@ -18,6 +20,11 @@ PROBLEMS = ("failed", "error", "xpassed")
 MAX_SUMMARY_ROWS = 50
 """Failures listed in the job summary table; the rest are counted."""
 _LOAD_LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?::\d+)?: (?P<message>.*)$")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Markdown's inline syntax (emphasis, code, links and images and the ``(`` after their ``]``, tables,
+# strikethrough, escapes), and what GFM links by itself: ``scheme://`` and ``www.`` (the colon and the dot
+# broken by a backslash), ``@``.
+_MARKDOWN = re.compile(r"[\\`*_\[\]|~!@]|(?<=\])\(|:(?=//)|(?<=www)\.", re.IGNORECASE)
 
 
 def enabled(choice: str | None, environ: Mapping[str, str] = os.environ) -> bool:
@@ -48,8 +55,8 @@ def summary(run: RunResult) -> str:
     loads = [(suite.file, error) for suite in run.suites for error in suite.load_errors]
     if problems or loads:
         lines += ["", "| case | outcome | message |", "| --- | --- | --- |"]
-        lines += [f"| `{_cell(file)}` | load error | {_cell(error)} |" for file, error in loads]
-        lines += [f"| {_cell(c.suite)} :: {_cell(c.name)} (`{_cell(c.file)}:{c.line}`) | {c.outcome} | "
+        lines += [f"| <code>{_cell(file)}</code> | load error | {_cell(error)} |" for file, error in loads]
+        lines += [f"| {_cell(c.suite)} :: {_cell(c.name)} (<code>{_cell(c.file)}:{c.line}</code>) | {c.outcome} | "
                   f"{_cell(c.message)} |" for c in problems[:MAX_SUMMARY_ROWS]]  # fmt: skip
         if len(problems) > MAX_SUMMARY_ROWS:
             lines.append(f"| … | | {len(problems) - MAX_SUMMARY_ROWS} more; see the JUnit or HTML report |")
@@ -89,8 +96,8 @@ def _data(text: str) -> str:
 
 
 def _property(text: str) -> str:
-    """A command property: as ``_data`` plus ``:`` and ``,``, which end a property."""
-    return _data(one_line(terminal_safe(text))).replace(":", "%3A").replace(",", "%2C")
+    """A command property: one line (``inline``), escaped as ``_data`` plus ``:`` and ``,``, which end a property."""
+    return _data(inline(text)).replace(":", "%3A").replace(",", "%2C")
 
 
 def _relative(file: str, root: Path) -> str:
@@ -102,6 +109,8 @@ def _relative(file: str, root: Path) -> str:
 
 
 def _cell(text: str) -> str:
-    """Text for a Markdown table cell: one line, pipes escaped, cut to a readable length."""
-    line = one_line(terminal_safe(text)).replace("|", "\\|")
-    return line if len(line) <= 200 else line[:199] + "…"
+    """Text for a Markdown table cell: one line cut to a readable length, shown as written (HTML's ``&<>`` as
+    entities, Markdown's punctuation and what GFM would autolink backslash-escaped)."""
+    line = one_line(terminal_safe(text))
+    line = line if len(line) <= 200 else line[:199] + "…"
+    return _MARKDOWN.sub(r"\\\g<0>", "".join(_HTML.get(char, char) for char in line))

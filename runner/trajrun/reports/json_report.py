@@ -33,7 +33,8 @@ from ..files import atomic_write
 from ..match.expectation import ANY_ARGS, UNSET, Step
 from ..match.values import Matcher
 from ..run.results import OUTCOME_ORDER, CaseResult, RunResult, SuiteResult
-from ..trajectory import Trajectory
+from ..trajectory import Trajectory, finite
+from .text import json_safe
 
 VERSION = 1
 
@@ -113,35 +114,23 @@ def _lazy(value: Any) -> bool:
 
 
 def _text(value: Any, depth: int) -> bytes:
-    """One value as indented UTF-8 JSON; escaped ASCII instead when it holds a lone surrogate."""
+    """One value as indented UTF-8 JSON; escaped ASCII instead when it holds a lone surrogate (``json_safe``
+    escapes what could break a line or read as a workflow command: ``--json -`` prints it)."""
     try:
         text = _dumps(value, ascii_only=False)
     except ValueError:  # a NaN or an infinity: rare, so only then walk the value to replace them
-        value = _finite(value)
+        value = finite(value)
         text = _dumps(value, ascii_only=False)
     try:
-        data = text.encode("utf-8")
+        data = json_safe(text).encode("utf-8")
     except UnicodeEncodeError:
-        data = _dumps(value, ascii_only=True).encode("ascii")
+        data = json_safe(_dumps(value, ascii_only=True)).encode("ascii")
     return data.replace(b"\n", ("\n" + "  " * depth).encode()) if depth else data
 
 
 def _dumps(data: Any, ascii_only: bool) -> str:
     """Strict JSON text (raises ``ValueError`` on NaN or infinity), indented."""
     return json.dumps(data, indent=2, ensure_ascii=ascii_only, allow_nan=False, default=str)
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float, as a value or a key, replaced by its name as a string."""
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
-    if isinstance(value, dict):
-        return {_finite(key): _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
 
 
 def _number(value: float | None) -> float | None:
@@ -190,7 +179,8 @@ def _case(case: CaseResult) -> dict[str, Any]:
         "score": _number(case.score),
         "missing": list(steps.get("missing") or []),
         "unexpected": list(steps.get("unexpected") or []),
-        "checks": [{"check": f.check, "summary": f.summary} for f in evaluation.failures] if evaluation else [],
+        "checks": [{"check": f.check, "summary": f.summary, "detail": f.detail}
+                   for f in evaluation.failures] if evaluation else [],
         "errors": list(evaluation.errors) if evaluation else [],
         "notes": list(case.notes),
         "judge": _judge(evaluation.judge if evaluation else None),

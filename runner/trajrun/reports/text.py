@@ -12,8 +12,17 @@ from typing import Any
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 # Characters a terminal would act on instead of showing: C0 controls but tab and newline, DEL,
-# C1 controls, and lone surrogates (which no encoder can write).
-_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# C1 controls, Unicode line separators (``splitlines`` would break there), and lone surrogates
+# (which no encoder can write).
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+# What GitHub's runner reads as a workflow command in a line of a step's output: ``::`` first after
+# blanks, or the legacy ``##[`` anywhere.
+_WORKFLOW_COMMAND = re.compile(r"^(\s*)::|##\[", re.MULTILINE)
+
+# In JSON text, what can only be inside a string and that some reader would still take for a line break (C1
+# controls, Unicode line separators) or for a workflow command (``##[``).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029]|##\\[")
 
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
@@ -38,6 +47,29 @@ def _escape_notation(match: re.Match[str]) -> str:
 def terminal_safe(text: str) -> str:
     """Show control characters as escapes, so tool output cannot move the cursor or recolour."""
     return _TERMINAL_UNSAFE.sub(_escape_notation, text)
+
+
+def not_a_command(text: str) -> str:
+    """Console text no line of which GitHub Actions reads as a workflow command: a leading ``::`` becomes
+    ``\\::`` and ``##[`` becomes ``##\\[``. trajrun's own annotations are printed apart, never through this."""
+    return _WORKFLOW_COMMAND.sub(_defuse, text)
+
+
+def _defuse(match: re.Match[str]) -> str:
+    """The workflow-command marker of ``_WORKFLOW_COMMAND`` with a backslash that breaks it."""
+    return "##\\[" if match.group(1) is None else match.group(1) + "\\::"
+
+
+def json_safe(text: str) -> str:
+    """JSON text with ``_JSON_UNSAFE`` written as ``\\u`` escapes, which read back the same: no line of it breaks
+    early for a reader that splits at ``\\u2028`` or ``\\x85``, and none holds GitHub's legacy ``##[``."""
+    return _JSON_UNSAFE.sub(_json_escape, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    """``\\u2028`` for a character; ``##\\u005b`` for the ``##[`` marker."""
+    found = match.group()
+    return "##\\u005b" if found == "##[" else f"\\u{ord(found):04x}"
 
 
 def one_line(text: str) -> str:

@@ -10,17 +10,20 @@ the case's ``BulkSummary``. Nothing here holds more than the worst records and t
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
+from ..errors import inline
 from ..frozen import frozen
 
 WORST = 20
 """How many failing records a bulk case's report lists (the first ones, in record order)."""
 LABELLED = ("never", "before")
 """Checks counted apart by what their summary names (``never (refund_all)``); others by name alone."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class RecordResult(NamedTuple):
@@ -131,7 +134,8 @@ class BulkSummary:
         return line + (f"; {self.error:,} erred" if self.error else "")
 
     def details(self) -> str:
-        """The body: counts by check, then the first failing records with their one-line messages."""
+        """The body: counts by check, then the first failing records with their one-line messages (record ids and
+        messages escaped by ``inline``: they come from the records)."""
         lines = [f"records: {self.total:,} ({self.passed:,} passed, {self.failed:,} failed, {self.error:,} erred) "
                  f"from {self.files:,} file{'s' if self.files != 1 else ''}"]  # fmt: skip
         if self.by_check:
@@ -140,8 +144,10 @@ class BulkSummary:
         if self.worst:
             bad = self.failed + self.error
             head = f"first {len(self.worst)} failing records" if bad > len(self.worst) else "failing records"
-            width = max(len(r.record) for r in self.worst)
-            lines += ["", f"{head}:", *(f"  {r.record.ljust(width)}  {r.outcome:<6}  {r.message}" for r in self.worst)]
+            ids = [inline(r.record) for r in self.worst]
+            width = max(map(len, ids))
+            lines += ["", f"{head}:", *(f"  {rid.ljust(width)}  {r.outcome:<6}  {inline(r.message)}"
+                                        for rid, r in zip(ids, self.worst))]  # fmt: skip
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,7 +186,7 @@ class Aggregate:
             line = RecordLine(result.id or _default_id(path, offset, result.key), result.outcome, result.checks,
                               result.message, result.score)  # fmt: skip
             if self.sink is not None:
-                self.sink.write(json.dumps(line.to_dict(self.case_id), ensure_ascii=False, default=str) + "\n")
+                self.sink.write(_json_line(line.to_dict(self.case_id)))
             if result.outcome != "passed" and len(self.worst) < WORST:
                 self.worst.append(line)
         self.seen += evaluated
@@ -198,6 +204,15 @@ class Aggregate:
         ranked = tuple(sorted(t.by_check.items(), key=lambda item: (-item[1], item[0])))
         return BulkSummary(each, files, t.total, t.passed, t.failed, t.error, ranked, tuple(self.worst),
                            t.score_sum / t.scored if t.scored else None, pass_rate, engine)  # fmt: skip
+
+
+def _json_line(data: dict[str, Any]) -> str:
+    """One ``--records`` line: UTF-8 JSON, or escaped ASCII when some string holds a lone surrogate (which UTF-8
+    cannot carry; ``\\ud800`` reads back the same), as the JSON report writes it."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    if _LONE_SURROGATE.search(text):
+        text = json.dumps(data, ensure_ascii=True, default=str)
+    return text + "\n"
 
 
 def _default_id(path: str, offset: int, key: int | str) -> str:

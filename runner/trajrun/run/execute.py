@@ -11,10 +11,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SourceError, SuiteErrors, TrajrunError, exception_line, exception_trace
+from ..errors import SourceError, SuiteErrors, TrajrunError, exception_line, exception_trace, inline
 from ..frozen import frozen
 from ..match.evaluate import evaluate
-from ..match.expectation import Expectation
+from ..match.expectation import ORDERED_MODES, Expectation
 from ..match.verdict import CheckFailure, Evaluation, JudgeVerdict
 from ..sources import apply_select, load_trajectory, read_trajectory
 from ..sources.extras import unmet
@@ -238,7 +238,7 @@ def _judged(attempt: Attempt, verdict: JudgeVerdict | None) -> Attempt:
         errors += (f"judge: {verdict.error}",)
     elif verdict.passed is False:
         who = f" ({verdict.model})" if verdict.model else ""
-        detail = f"reasoning{who}: {verdict.reasoning}"
+        detail = f"reasoning{who}: {inline(verdict.reasoning)}"  # the judge's text, one line of the details
         failures += (CheckFailure("judge", f"score {verdict.score:.2f} < {verdict.threshold:.2f}", detail),)
     judged = dataclasses.replace(evaluation, failures=failures, errors=errors, judge=verdict)
     return dataclasses.replace(attempt, evaluation=judged)
@@ -290,10 +290,10 @@ def _evaluate(case: Case, traj: Trajectory, update_golden: bool) -> Attempt:
     if not case.golden.exists():
         if not update_golden:
             return Attempt(traj, Evaluation(errors=(_missing_golden(case.golden),)))
-        notes.append(_write_golden(case.golden, traj, "created"))
+        notes.append(_write_golden(case.golden, traj, "created", case.expect.mode))
     evaluation = evaluate(_with_golden(case.expect, case.golden), traj)
     if update_golden and not evaluation.errors and any(f.check == "steps" for f in evaluation.failures):
-        notes.append(_write_golden(case.golden, traj, "updated"))
+        notes.append(_write_golden(case.golden, traj, "updated", case.expect.mode))
         evaluation = evaluate(_with_golden(case.expect, case.golden), traj)
     return Attempt(traj, evaluation, tuple(notes))
 
@@ -311,9 +311,10 @@ def _with_golden(expect: Expectation, path: Path) -> Expectation:
         raise TrajrunError(f"golden file is invalid:\n{exc}") from None
 
 
-def _write_golden(path: Path, traj: Trajectory, verb: str) -> str:
-    """Write the run's steps as the golden file (atomic; a failure keeps the old file); returns the note."""
-    write_golden(path, dump_steps(traj))
+def _write_golden(path: Path, traj: Trajectory, verb: str, mode: str) -> str:
+    """Write the run's steps as the golden file (atomic; a failure keeps the old file); returns the note.
+    Parallel groups only under a mode that reads them (the others make a group an error)."""
+    write_golden(path, dump_steps(traj, parallel=mode in ORDERED_MODES))
     return f"golden file {verb}: {path}"
 
 
