@@ -119,7 +119,7 @@ def test_record_output_passes_as_a_golden_file(tmp_path: Path) -> None:
     """record prints steps that, saved as a golden file, pass strict + exact against their source."""
     (tmp_path / "w.json").write_text(json.dumps(WEATHER_RUN))
     proc = trajrun("record", "w.json", cwd=tmp_path)
-    assert proc.stdout.startswith("- get_forecast:")
+    assert proc.stdout.startswith("- parallel:\n  - get_forecast:")  # two calls in turn 0
     (tmp_path / "golden.yaml").write_text(proc.stdout)
     write_suite(tmp_path / "g.suite.yaml", """
         cases:
@@ -276,7 +276,7 @@ def test_update_golden_creates_missing_file(tmp_path: Path) -> None:
     updated = trajrun("run", ".", "--update-golden", cwd=tmp_path)
     assert updated.returncode == 0
     assert "golden file created" in updated.stdout
-    assert (tmp_path / "golden" / "w.yaml").read_text().startswith("- get_forecast:")
+    assert (tmp_path / "golden" / "w.yaml").read_text().startswith("- parallel:\n  - get_forecast:")
 
 
 def test_var_reaches_templates(tmp_path: Path) -> None:

@@ -17,18 +17,19 @@ TRICKY = ["on", "yes", "1e3", "0o17", "2024-05-01", "~", "null", "12:30", "- das
 
 
 def _weather_run() -> Trajectory:
-    """A hand-built run with every shape a golden file has to carry."""
+    """A hand-built run with every shape a golden file has to carry, one call a turn (parallel turns and
+    error flags are tested in test_newcomer_items.py)."""
     return Trajectory(
         calls=(
             ToolCall("get_forecast", {"city": "Paris", "days": 3}, id="c1", turn=0, position=0),
-            ToolCall("search", {"query": "weather in Paris", "limit": 5}, id="c2", turn=0, position=1),
-            ToolCall("list_events", {}, id="c3", turn=1, position=2),
-            ToolCall("parse_blob", "{not json", id="c4", turn=1, position=3),
-            ToolCall("query", {"filter": {"$gt": 3}, "nested": [{"$in": [1]}], "tags": TRICKY}, turn=2, position=4),
+            ToolCall("search", {"query": "weather in Paris", "limit": 5}, id="c2", turn=1, position=1),
+            ToolCall("list_events", {}, id="c3", turn=2, position=2),
+            ToolCall("parse_blob", "{not json", id="c4", turn=3, position=3),
+            ToolCall("query", {"filter": {"$gt": 3}, "nested": [{"$in": [1]}], "tags": TRICKY}, turn=4, position=4),
             ToolCall("write_note", {"text": "line one\nline two\n", "n": 1.5, "ok": True, "none": None},
-                     turn=3, position=5),
+                     turn=5, position=5),
         ),
-        turns=4,
+        turns=6,
     )
 
 

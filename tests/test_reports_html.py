@@ -220,11 +220,12 @@ def test_counts_per_outcome_and_a_bar_per_suite(open_page: Opener, examples: Rep
 
 
 def test_failing_case_shows_missing_unexpected_and_the_nearest_diff(open_page: Opener, examples: Report) -> None:
-    """The timeline pairs steps with calls by turn: ok, args differ (with $.order_id marked), MISSING, UNEXPECTED."""
+    """The timeline pairs steps with calls by turn: ok, args differ (with $.order_id marked), MISSING, a call
+    `never` forbids, UNEXPECTED."""
     page = open_page(examples)
     case = page.locator("#cases > .case", has_text=REFUND)
     verdicts = case.locator("tbody tr[data-verdict]").evaluate_all("rows => rows.map(r => r.dataset.verdict)")
-    assert verdicts == ["ok", "args differ", "MISSING", "UNEXPECTED", "UNEXPECTED"]
+    assert verdicts == ["ok", "args differ", "MISSING", "forbidden", "UNEXPECTED"]
     missing = case.locator("tr[data-verdict=MISSING]")
     assert "issue_refund" in missing.locator("td.exp").inner_text()
     assert "no call of issue_refund" in missing.locator("td.act").inner_text()
@@ -279,7 +280,8 @@ def test_a_report_without_steps_still_marks_missing_and_unexpected(open_page: Op
         for case in suite["cases"]:
             del case["steps"]
     case = open_page(old).locator("#cases > .case", has_text=REFUND)
-    assert case.locator("tr[data-verdict=UNEXPECTED]").count() == 3
+    assert case.locator("tr[data-verdict=UNEXPECTED]").count() == 2
+    assert case.locator("tr[data-verdict=forbidden] .callname").inner_text() == "refund_all"
     assert "issue_refund" in case.locator("tr[data-verdict=MISSING]").all_inner_texts()[-1]
 
 

@@ -90,10 +90,11 @@ class ICase(Matcher):
 
 
 _COMPARISONS: dict[str, tuple[str, Callable[[float, float], bool]]] = {
-    "$gt": (">", lambda a, b: a > b),
-    "$gte": (">=", lambda a, b: a >= b),
-    "$lt": ("<", lambda a, b: a < b),
-    "$lte": ("<=", lambda a, b: a <= b),
+    # in words: messages write a matcher in angle brackets (`{"n":<less than 100>}`), where `<< 100>` misreads
+    "$gt": ("greater than", lambda a, b: a > b),
+    "$gte": ("at least", lambda a, b: a >= b),
+    "$lt": ("less than", lambda a, b: a < b),
+    "$lte": ("at most", lambda a, b: a <= b),
 }
 
 
@@ -111,7 +112,7 @@ class Compare(Matcher):
         return is_number(actual) and _COMPARISONS[self.op][1](actual, self.bound)
 
     def describe(self) -> str:
-        """``>= 1``."""
+        """``at least 1``, ``less than 100``."""
         return f"{_COMPARISONS[self.op][0]} {self.bound}"
 
 

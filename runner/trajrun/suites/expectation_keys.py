@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import Location, kind
+from ..errors import Location, did_you_mean, kind
 from ..match.expectation import (
     ANY_ARGS,
     ARGS_MODES,
@@ -29,6 +29,74 @@ STEP_KEYS = ("name", "args", "args_mode", "result", "error")
 TOOL_KEYS = ("args_mode", "fields", "compare")
 CALLS_KEYS = ("min", "max")
 BUDGET_KEYS = ("calls", "turns", "tokens")
+MODE_WORDS = {
+    "strict": "these calls and no others, in order",
+    "in_order": "these calls in this order, others allowed",
+    "unordered": "these calls and no others, in any order",
+    "superset": "at least these calls, in any order",
+    "subset": "nothing but these calls, some may be missing",
+}
+ARGS_MODE_WORDS = {
+    "exact": "every key present and equal, no others",
+    "superset": "your keys equal, the call may have more",
+    "subset": "no keys but yours, some may be absent",
+    "ignore": "arguments not compared",
+}
+
+
+def _hint(words: dict[str, str], *names: str) -> str:
+    """``did you mean 'a' (what a means) or 'b' (...)?``"""
+    return f"did you mean {' or '.join(f'{n!r} ({words[n]})' for n in names)}?"
+
+
+def _other_key(value: str, key: str, rule: str) -> str:
+    """The hint for a value of the other key (``mode: exact``, ``args_mode: strict``)."""
+    return f"'{value}' is {'an' if key == 'args_mode' else 'a'} `{key}` value, not {rule}"
+
+
+MODE_MEANINGS = {
+    # other tools' names, by meaning: agentevals/openevals (strict, unordered, subset, superset), ADK
+    # (EXACT, IN_ORDER, ANY_ORDER); lower case, words joined by _ (see errors.did_you_mean)
+    **dict.fromkeys(("ordered", "order", "sequence", "sequential", "same_order", "exact_order", "strict_order"),
+                    _hint(MODE_WORDS, "strict", "in_order")),
+    **dict.fromkeys(("any_order", "anyorder", "any", "unsorted", "no_order", "orderless", "set", "bag", "multiset"),
+                    _hint(MODE_WORDS, "unordered", "superset")),
+    **dict.fromkeys(("equal", "equals", "same", "identical", "full", "complete", "exact_match", "match"),
+                    _hint(MODE_WORDS, "strict", "unordered")),
+    **dict.fromkeys(("contains", "contain", "includes", "include", "at_least", "partial"),
+                    _hint(MODE_WORDS, "superset", "in_order")),
+    **dict.fromkeys(("only", "at_most", "allowed", "within"), _hint(MODE_WORDS, "subset")),
+    **dict.fromkeys(("subsequence", "in_sequence"), _hint(MODE_WORDS, "in_order")),
+    "exact": f"{_other_key('exact', 'args_mode', 'a match mode')}: {_hint(MODE_WORDS, 'strict', 'in_order')}",
+    "ignore": f"{_other_key('ignore', 'args_mode', 'a match mode')} (`args_mode: ignore` does not compare "
+              f"arguments); the match modes are {', '.join(MODE_WORDS)}",
+}
+ARGS_MODE_MEANINGS = {
+    **dict.fromkeys(("equal", "equals", "eq", "same", "identical", "full", "exact_match", "match"),
+                    _hint(ARGS_MODE_WORDS, "exact")),
+    **dict.fromkeys(("any", "anything", "any_args", "none", "skip", "off", "disregard", "wildcard"),
+                    _hint(ARGS_MODE_WORDS, "ignore")),
+    **dict.fromkeys(("partial", "loose", "lenient", "relaxed", "fuzzy", "flexible"),
+                    _hint(ARGS_MODE_WORDS, "superset", "subset")),
+    **dict.fromkeys(("contains", "contain", "includes", "include", "at_least", "extra", "allow_extra"),
+                    _hint(ARGS_MODE_WORDS, "superset")),
+    **dict.fromkeys(("only", "at_most", "optional", "within"), _hint(ARGS_MODE_WORDS, "subset")),
+    "strict": f"{_other_key('strict', 'mode', 'an argument rule')}: {_hint(ARGS_MODE_WORDS, 'exact')}",
+    **{name: f"{_other_key(name, 'mode', 'an argument rule')}; the argument rules are {', '.join(ARGS_MODES)}"
+       for name in ("unordered", "in_order")},
+}
+
+
+def named_rule(value: Any, choices: tuple[str, ...], meanings: dict[str, str], path: Path, ctx: Ctx,
+               what: str) -> str | None:
+    """``value`` when it is one of ``choices`` (a ``mode`` or ``args_mode``); an unknown name is reported
+    with the choice it means where ``meanings`` knows the name (other tools' names), else the nearest."""
+    if isinstance(value, str) and value not in choices:
+        ctx.error(path, f"unknown {what} '{value}'{did_you_mean(value, choices, meanings)}")
+        return None
+    return ctx.choice(value, choices, path, what)
+
+
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _LOOKS_LIKE_MAP = re.compile(r"^\s*[A-Za-z_][\w.-]*\s*:(\s|$)")
 """A quoted ``"tool: {args}"``: YAML made it a string, so the user meant a map."""
@@ -106,7 +174,7 @@ def _long_step(item: dict[str, Any], path: Path, ctx: Ctx, loc: Location) -> Ste
     item = ctx.keys(item, STEP_KEYS, path, f"in step '{item['name']}'")
     mode = item.get("args_mode")
     if mode is not None:
-        mode = ctx.choice(mode, ARGS_MODES, (*path, "args_mode"), "argument rule")
+        mode = named_rule(mode, ARGS_MODES, ARGS_MODE_MEANINGS, (*path, "args_mode"), ctx, "argument rule")
     error = item.get("error")
     if error is not None and not ctx.check(error, bool, (*path, "error"), "error must be true or false"):
         error = None
@@ -145,7 +213,7 @@ def _tool_rule(rule: Any, path: Path, ctx: Ctx, tool: str) -> ToolRule | None:
     """One ``tools`` entry."""
     loc = ctx.loc(path)
     if isinstance(rule, str):
-        mode = ctx.choice(rule, ARGS_MODES, path, "argument rule")
+        mode = named_rule(rule, ARGS_MODES, ARGS_MODE_MEANINGS, path, ctx, "argument rule")
         return ToolRule(args_mode=mode, loc=loc) if mode else None  # type: ignore[arg-type]
     if isinstance(rule, list):
         if not rule:
@@ -173,9 +241,9 @@ def _tool_map(rule: dict[str, Any], path: Path, ctx: Ctx, tool: str, loc: Locati
             ctx.error((*path, "compare"), f"compare must be 'module:function', found {kind(compare)}")
     mode = rule.get("args_mode")
     if mode is not None:
-        mode = ctx.choice(mode, ARGS_MODES, (*path, "args_mode"), "argument rule")
+        mode = named_rule(mode, ARGS_MODES, ARGS_MODE_MEANINGS, (*path, "args_mode"), ctx, "argument rule")
     fields = _fields(rule["fields"], (*path, "fields"), ctx) if "fields" in rule else {}
-    return ToolRule(args_mode=mode, fields=fields, compare=compare, loc=loc)
+    return ToolRule(args_mode=mode, fields=fields, compare=compare, loc=loc)  # type: ignore[arg-type]
 
 
 def _fields(value: Any, path: Path, ctx: Ctx) -> dict[str, FieldRule]:
@@ -278,8 +346,8 @@ def parse_budget(value: Any, path: Path, ctx: Ctx) -> Budget | None:
     """Inclusive upper bounds on calls, turns and tokens."""
     if not ctx.check(value, dict, path, "budget must be a map with calls, turns or tokens"):
         return None
-    value = ctx.keys(value, BUDGET_KEYS, path, "in budget")
-    if not value:
+    known = ctx.keys(value, BUDGET_KEYS, path, "in budget")
+    if not value:  # a misspelt key (`call`) is reported as such already
         ctx.error(path, "budget needs at least one of calls, turns, tokens")
-    bounds = {key: ctx.count(value[key], (*path, key), f"budget {key}") for key in value}
+    bounds = {key: ctx.count(known[key], (*path, key), f"budget {key}") for key in known}
     return Budget(**bounds)

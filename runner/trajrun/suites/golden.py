@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
+from collections.abc import Iterator
+from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from ..errors import Location, SuiteError, SuiteErrors, TrajrunError, kind
-from ..files import FileWriteError, atomic_write, folder_lock, special_kind
+from ..files import PROJECT_MARKERS, FileWriteError, atomic_write, folder_lock, project_root, special_kind
 from ..match.expectation import Step
-from ..trajectory import Trajectory
+from ..trajectory import ToolCall, Trajectory
 from ..yaml_core import is_core_plain_str
 from .document import raise_errors, read_document
 from .expectation_keys import parse_steps
+
+T = TypeVar("T")
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -44,19 +47,35 @@ for _dumper in (_Dumper, _EscapingDumper):
     _dumper.add_representer(str, _text)
 
 
-def dump_steps(traj: Trajectory) -> str:
+def dump_steps(traj: Trajectory, parallel: bool = True) -> str:
     """The run's tool calls as a YAML list of steps, ready to save as a golden file or paste into a suite.
 
     Every call is ``- tool: {args}`` (``{}`` too); undecodable arguments become a long-form step with
-    ``args`` the raw string; argument maps with ``$`` keys are wrapped in ``$literal``.
+    ``args`` the raw string; argument maps with ``$`` keys are wrapped in ``$literal``. A failed call, and
+    a call of a tool that failed elsewhere in the run, is a long-form step with ``error: true``/``false``;
+    with ``parallel``, the calls of one turn are a ``parallel:`` group (strict and in_order read groups).
     """
-    steps = [_step(call.name, call.args) for call in traj.calls]
+    steps = [_step(call.name, call.args, error) for call, error in _flags(traj)]
+    if parallel:
+        steps = [{"parallel": group} if len(group) > 1 else group[0] for group in _by_turn(traj, steps)]
     if not steps:
         return "[]\n"
     try:
         return _yaml_steps(steps, _Dumper)
     except UnicodeEncodeError:
         return _yaml_steps(steps, _EscapingDumper)
+
+
+def _flags(traj: Trajectory) -> Iterator[tuple[ToolCall, bool | None]]:
+    """Each call with the ``error`` its step pins: its flag where some call of its tool failed, else None
+    (a successful retry is ``error: false``, so a run where the retry failed too no longer passes)."""
+    failed = {call.name for call in traj.calls if call.error}
+    return ((call, call.error if call.name in failed else None) for call in traj.calls)
+
+
+def _by_turn(traj: Trajectory, items: list[T]) -> list[list[T]]:
+    """``items`` (one per call) cut where the turn changes: the calls of one turn together."""
+    return [[item for _, item in run] for _, run in groupby(zip(traj.calls, items), key=lambda pair: pair[0].turn)]
 
 
 def _yaml_steps(steps: Any, dumper: type[yaml.SafeDumper]) -> str:
@@ -82,32 +101,44 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
 def compact_steps(traj: Trajectory) -> str:
-    """The same steps one line per call (``- tool: {"json": "args"}``), for reports.
+    """The same steps one line per call, or per turn of parallel calls (``- tool: {"json": "args"}``,
+    ``- parallel: [{a: {}}, {b: {}}]``), for reports.
 
     JSON is YAML, so this pastes into a suite or golden file like ``dump_steps`` output, and it
     is fast enough to write for every case of a large run. Falls back to ``dump_steps`` for
     values JSON cannot hold (NaN, infinities).
     """
     try:
-        lines = [_compact(call.name, call.args) for call in traj.calls]
+        items = [_compact(call.name, call.args, error) for call, error in _flags(traj)]
     except ValueError:
         return dump_steps(traj)
+    lines = [f"- {group[0]}" if len(group) == 1 else _compact_group(group) for group in _by_turn(traj, items)]
     return "\n".join(lines) + "\n" if lines else "[]\n"
 
 
-def _compact(name: str, args: dict[str, Any] | str) -> str:
-    """One step as a single YAML line; names that YAML would misread are quoted."""
+def _compact_group(items: list[str]) -> str:
+    """A parallel group on one line; each step a flow map (``{tool: {...}}``)."""
+    return f"- parallel: [{', '.join(item if item.startswith('{') else f'{{{item}}}' for item in items)}]"
+
+
+def _compact(name: str, args: dict[str, Any] | str, error: bool | None = None) -> str:
+    """One step as single-line YAML (``tool: {...}`` or a flow map); names that YAML would misread are quoted."""
     key = name if _PLAIN_NAME.match(name) and is_core_plain_str(name) else json.dumps(name, ensure_ascii=False)
     if isinstance(args, str):
-        return f"- {{name: {key}, args: {json.dumps(args, ensure_ascii=False)}}}"
-    text = json.dumps(args, ensure_ascii=False, allow_nan=False)
-    if '"$' in text:
-        text = json.dumps(_escape(args), ensure_ascii=False)
-    return f"- {key}: {text}"
+        text = json.dumps(args, ensure_ascii=False)
+    else:
+        text = json.dumps(args, ensure_ascii=False, allow_nan=False)
+        if '"$' in text:
+            text = json.dumps(_escape(args), ensure_ascii=False)
+    if error is not None:
+        return f"{{name: {key}, args: {text}, error: {'true' if error else 'false'}}}"
+    return f"{{name: {key}, args: {text}}}" if isinstance(args, str) else f"{key}: {text}"
 
 
-def _step(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
-    """One step in the form that reads back as exactly this call."""
+def _step(name: str, args: dict[str, Any] | str, error: bool | None = None) -> dict[str, Any]:
+    """One step in the form that reads back as exactly this call (with its error flag, when given)."""
+    if error is not None:
+        return {"name": name, "args": args if isinstance(args, str) else _escape(args), "error": error}
     if isinstance(args, str):
         return {"name": name, "args": args}
     return {name: _escape(args)}
@@ -136,22 +167,6 @@ def load_golden(path: Path) -> tuple[Step, ...]:
     steps = parse_steps(loaded.data, (), ctx) if isinstance(loaded.data, list) else None
     raise_errors(ctx.errors)
     return steps or ()
-
-
-PROJECT_MARKERS = ("pyproject.toml", ".git")
-
-def project_root(folder: Path) -> Path:
-    """The nearest folder from ``folder`` up that holds ``pyproject.toml`` or ``.git``; else ``folder`` itself."""
-    return _project_root(folder.resolve())
-
-
-@functools.lru_cache(maxsize=64)
-def _project_root(folder: Path) -> Path:
-    """``project_root`` of an absolute, resolved folder: cached, as every golden case of a suite asks it."""
-    for candidate in (folder, *folder.parents):
-        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
-            return candidate
-    return folder
 
 
 def golden_outside(path: Path, suite_folder: Path, golden_root: str | os.PathLike[str] | None = None) -> str | None:

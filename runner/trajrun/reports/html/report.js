@@ -9,8 +9,9 @@
   const VERDICT_CLASS = {
     "ok": "r-ok", "MISSING": "r-missing", "UNEXPECTED": "r-unexpected", "extra": "r-extra", "not called": "r-extra",
     "args differ": "r-differ", "result differs": "r-differ", "error differs": "r-differ", "out of order": "r-differ",
-    "other turn": "r-differ", "": "r-plain",
+    "other turn": "r-differ", "forbidden": "r-forbidden", "": "r-plain",
   };
+  const FORBIDDEN_OVER = new Set(["ok", "extra", "UNEXPECTED", ""]);  // verdicts a `never` hit replaces
   const CHUNK = 50;         // case rows added at a time
   const ROWS = 300;         // timeline rows shown before "show more"
   const SUITES_SHOWN = 12;  // suite bars shown before "show all"
@@ -217,8 +218,10 @@
     const body = h("div", {class: "body"});
     if (c.message && c.outcome !== "passed") body.append(h("p", {class: "message"}, c.message));
     body.append(h("p", {class: "where mono"}, c.line ? `${c.file}:${c.line}` : c.file, "  ·  ", c.id));
+    const drawn = new Set([c.steps ? "steps" : null, c.judge ? "judge" : null]);  // shown in full below
     const items = [
-      ...(c.checks || []).map((k) => h("li", null, h("b", null, k.check), k.summary ? `: ${k.summary}` : "")),
+      ...(c.checks || []).map((k) => h("li", {"data-check": k.check}, h("b", null, k.check), k.summary ? `: ${k.summary}` : "",
+        typeof k.detail === "string" && k.detail && !drawn.has(k.check) ? h("pre", {class: "detail"}, k.detail) : null)),
       ...(c.errors || []).filter((e) => e !== c.message).map((e) => h("li", {class: "err"}, e)),
       ...(c.notes || []).map((n) => h("li", {class: "note"}, `note: ${n}`)),
     ];
@@ -230,7 +233,8 @@
     body.append(facts(c));
     if (c.trajectory?.answer != null) body.append(fold(c.trajectory.answer, "answer", null, {}));
     if (c.details) {
-      body.append(h("details", {class: "text", open: !c.steps && c.outcome !== "passed"},
+      const shown = c.steps || (c.checks || []).length;  // the table, or each check's detail in the list above
+      body.append(h("details", {class: "text", open: !shown && c.outcome !== "passed"},
         h("summary", null, "Details as trajrun run prints them"), h("pre", null, c.details)));
     }
     return body;
@@ -291,7 +295,12 @@
     const withSteps = Array.isArray(st?.expected);
     const rows = withSteps ? stepRows(st, calls.length) : plainRows(c, calls.length);
     if (!rows.length) return h("p", {class: "note"}, withSteps ? "No tool calls and no expected steps." : "No tool calls.");
-    const ctx = {steps: withSteps ? st.expected : [], calls, sides: withSteps || rows.some((r) => r.label != null)};
+    const flags = callFlags(c.checks, calls);
+    for (const r of rows) {
+      if (FORBIDDEN_OVER.has(r.verdict) && flags.get(r.call)?.some((f) => f.check === "never")) r.verdict = "forbidden";
+    }
+    const sides = withSteps || rows.some((r) => r.label != null || r.verdict === "forbidden");
+    const ctx = {steps: withSteps ? st.expected : [], calls, sides, flags};
     const blocks = byTurn(rows, calls);
     const tbody = h("tbody");
     const cols = ctx.sides ? [["turn", "c-turn"], ["expected", "c-exp"], ["verdict", "c-verdict"], ["actual", "c-act"]]
@@ -308,6 +317,26 @@
     more.addEventListener("click", () => { done = fillRows(tbody, blocks, ctx, done); done >= rows.length ? more.remove() : label(); });
     label();
     return h("div", null, table, more);
+  }
+
+  /** The calls failed ``never`` and ``before`` checks are about, read from each check's detail lines: position ->
+   *  [{check, text}] for a forbidden call, and for the earliest call of ``a`` and the latest of ``b`` in ``[a, b]``. */
+  function callFlags(checks, calls) {
+    const flags = new Map();
+    const flag = (pos, check, label) => flags.set(pos, [...(flags.get(pos) || []), {check, text: label}]);
+    for (const k of Array.isArray(checks) ? checks : []) {
+      for (const line of typeof k?.detail === "string" ? k.detail.split("\n") : []) {
+        const hit = k.check === "never" && / called at turn \d+, position (\d+)$/.exec(line);
+        if (hit) flag(Number(hit[1]), "never", "forbidden by never");
+        const order = k.check === "before" && /^(.+) before (.+): first \1 at turn (\d+), last \2 at turn (\d+)$/.exec(line);
+        if (!order) continue;
+        calls.forEach((call, pos) => {
+          const end = call?.name === order[1] && call.turn === Number(order[3]) || call?.name === order[2] && call.turn === Number(order[4]);
+          if (end) flag(pos, "before", `${order[1]} must come before ${order[2]}`);
+        });
+      }
+    }
+    return flags;
   }
 
   /** Rows as the console table orders them: by actual position, a missing step after the step before it. */
@@ -399,9 +428,10 @@
     const exp = h("td", {class: "exp"});
     if (r.step != null) exp.append(stepView(ctx.steps[r.step], r.step, marks));
     else if (r.label != null) exp.append(h("span", {class: "mono"}, r.label));
-    else exp.append(h("span", {class: "note"}, r.verdict === "UNEXPECTED" ? "no step expects this call" : ""));
+    else exp.append(h("span", {class: "note"}, r.verdict === "UNEXPECTED" ? "no step expects this call"
+      : r.verdict === "forbidden" ? "never forbids this tool" : ""));
     const act = h("td", {class: "act"});
-    if (r.call != null) act.append(callView(ctx.calls[r.call], r.call, marks));
+    if (r.call != null) act.append(callView(ctx.calls[r.call], r.call, marks, ctx.flags.get(r.call)));
     else act.append(r.near?.note || (r.verdict === "MISSING" ? "no call satisfied this step" : ""));
     const verdict = h("td", {class: "verdict"}, r.verdict ? h("span", {class: "v"}, r.verdict) : "");
     const tr = h("tr", {class: VERDICT_CLASS[r.verdict] || "r-differ", "data-verdict": r.verdict}, ctx.sides ? [exp, verdict] : null, act);
@@ -428,12 +458,13 @@
       step.expects_result ? fold(step.result, "result", marks?.result, {expected: true}) : null);
   }
 
-  function callView(call, pos, marks) {
+  function callView(call, pos, marks, flags) {
     if (!call) return h("span", {class: "idx"}, `[${pos}]`);
     const name = marks?.name ? h("mark", null, call.name) : call.name;
     const hasResult = call.result != null || call.has_result;
     return h("div", null, h("span", {class: "idx"}, `[${pos}]`), h("span", {class: "callname", title: call.id ? `id ${call.id}` : null}, name),
       call.error ? h("span", {class: "errflag"}, "tool error") : null,
+      (flags || []).map((f) => h("span", {class: "tag bad", "data-check": f.check}, f.check === "never" ? f.text : `${f.check}: ${f.text}`)),
       fold(call.args, "args", marks?.args, {}),
       hasResult ? fold(call.result, "result", marks?.result, {decode: true}) : null);
   }
