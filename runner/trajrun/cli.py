@@ -151,7 +151,7 @@ def report(results: str, html_file: str) -> None:
         html.write(html.load_json(results), Path(html_file))
     except TrajrunError as exc:
         fail(str(exc))
-    click.echo(f"wrote {html_file}")
+    click.echo(f"wrote {inline(html_file)}")
 
 
 @main.group("import")
@@ -213,7 +213,8 @@ def _import(read: Callable[[Path, Any, Path | None], Any], files: tuple[str, ...
         if target == "-":
             click.echo(text, nl=False)
         else:
-            click.echo(f"wrote {target} ({len(suite.cases)} case{'s' if len(suite.cases) != 1 else ''})", err=True)
+            plural = "s" if len(suite.cases) != 1 else ""
+            click.echo(f"wrote {inline(str(target))} ({len(suite.cases)} case{plural})", err=True)
         for line in suite.report():
             click.echo(f"trajrun: {line}", err=True)
     if source.file is None and source.python == PLACEHOLDER:
