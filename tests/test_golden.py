@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trajrun
 from trajrun.errors import SuiteErrors
 from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import ANY_ARGS, Expectation
@@ -99,7 +100,7 @@ def test_recorded_golden_passes_strict_exact_against_its_run(tmp_path: Path, dum
 def test_a_tool_name_ending_in_a_line_break_is_quoted() -> None:
     """A name is written plain only when all of it is a plain word: ``search\\n`` is quoted, so it reads back whole."""
     run = Trajectory((ToolCall("search\n", {"q": 1}),), 1, None, None, None, "openai")
-    assert compact_steps(run) == '- "search\\n": {"q": 1}\n'
+    assert compact_steps(run) == '- {name: "search\\n", args: {"q": 1}}\n'  # long form: a suite takes no space in a key
 
 
 def test_hand_written_golden_with_matchers(tmp_path: Path) -> None:
@@ -155,3 +156,16 @@ def test_compact_steps_falls_back_for_nan() -> None:
     """A value JSON cannot hold (NaN) makes compact_steps use the block form."""
     run = Trajectory((ToolCall("f", {"x": float("nan")}),), turns=1)
     assert compact_steps(run) == dump_steps(run)
+
+
+def test_a_name_with_a_space_is_recorded_in_the_long_form_a_suite_accepts(tmp_path: Path) -> None:
+    """A suite refuses `- Intermediate Answer: {...}` (a space in a short-form step), so record writes a
+    name with a space as `name:`/`args:`, and the steps load and pass as a suite's own steps."""
+    run = Trajectory((ToolCall("Intermediate Answer", {"q": "x"}), ToolCall("ok_tool", {}, turn=1)), turns=2)
+    assert dump_steps(run) == "- name: Intermediate Answer\n  args:\n    q: x\n- ok_tool: {}\n"
+    assert compact_steps(run) == '- {name: "Intermediate Answer", args: {"q": "x"}}\n- ok_tool: {}\n'
+    for text in (dump_steps(run), compact_steps(run)):
+        steps = "".join(f"      {line}\n" for line in text.splitlines())
+        (tmp_path / "a.suite.yaml").write_text(f"cases:\n  - name: a\n    source: r.json\n    steps:\n{steps}")
+        [case] = trajrun.load_suite(tmp_path / "a.suite.yaml").cases
+        assert evaluate(case.expect, run).passed

@@ -19,6 +19,7 @@ from ..trajectory import ToolCall, Trajectory
 from ..yaml_core import is_core_plain_str
 from .document import raise_errors, read_document
 from .expectation_keys import parse_steps
+from .step_names import not_a_name
 
 T = TypeVar("T")
 
@@ -132,7 +133,8 @@ def _compact(name: str, args: dict[str, Any] | str, error: bool | None = None) -
             text = json.dumps(_escape(args), ensure_ascii=False)
     if error is not None:
         return f"{{name: {key}, args: {text}, error: {'true' if error else 'false'}}}"
-    return f"{{name: {key}, args: {text}}}" if isinstance(args, str) else f"{key}: {text}"
+    long_form = isinstance(args, str) or not_a_name(name)
+    return f"{{name: {key}, args: {text}}}" if long_form else f"{key}: {text}"
 
 
 def _step(name: str, args: dict[str, Any] | str, error: bool | None = None) -> dict[str, Any]:
@@ -141,6 +143,8 @@ def _step(name: str, args: dict[str, Any] | str, error: bool | None = None) -> d
         return {"name": name, "args": args if isinstance(args, str) else _escape(args), "error": error}
     if isinstance(args, str):
         return {"name": name, "args": args}
+    if not_a_name(name):  # a name with a space (CrewAI, LangChain Tool) reads only in the long form
+        return {"name": name, "args": _escape(args)}
     return {name: _escape(args)}
 
 
