@@ -102,12 +102,38 @@ def _read_as(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: 
         suggestion = f"did you mean {near[0]!r}?" if near else f"use one of: auto, {', '.join(FORMATS)}"
         raise SourceError(f"unknown format {format!r}; {suggestion}", origin)
     try:
-        return reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc, details=details)
+        run = reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc, details=details)
     except otel.NotOneRun as exc:
         raise SourceError(exc.reason, origin) from None
     except NotThisFormat as exc:
         raise SourceError(f"expected {_article(format)} {format} document, found {describe(doc)}: {exc.reason}; "
                           f"check the format, or use {spelling.given('format', 'auto')}", origin) from None  # fmt: skip
+    if not run.calls:
+        _check_no_calls(doc, format, origin, spelling)
+    return run
+
+
+def _check_no_calls(doc: Any, format: str, origin: str, spelling: Spelling) -> None:
+    """Raise when ``format`` read no call but detection reads some as another format: a forced
+    format that fits loosely (``openai`` reads an Anthropic history's text, not its ``tool_use``
+    blocks) is a mistake, not an empty run. Only a run without calls pays for detecting."""
+    try:
+        fits = _detect(doc, origin, "", "", details=False)
+    except SourceError:  # a TooDeep is one too
+        return
+    if fits.format == format or not fits.calls:
+        return
+    count = len(fits.calls)
+    messages = _messages_of(doc)
+    if isinstance(messages, list) and len(messages) > 1:
+        read, reads = f"these {len(messages)} messages", "they read"
+    else:
+        read = "this message" if isinstance(messages, list) else "this document"
+        reads = "it reads"
+    calls = f"{count} call{'s' if count > 1 else ''}"
+    use = spelling.given("format", fits.format)
+    raise SourceError(f"format {format} read no tool call from {read}, but {reads} as "
+                      f"{fits.format} ({calls}): use {use}, or auto", origin)
 
 
 def _article(word: str) -> str:

@@ -66,7 +66,9 @@ class CaseBuilder:
     def _expectation(self) -> Expectation:
         """Everything the case checks."""
         case, ctx = self.case, self.ctx
-        steps = parse_steps(case["steps"], ("steps",), ctx) if "steps" in case else None
+        steps = None
+        if "steps" in case:
+            steps = parse_steps(case["steps"], ("steps",), ctx, check_names=True)
         threshold = self._share("threshold", None)
         if threshold is not None and "steps" not in case and "golden" not in case:
             ctx.error(("threshold",), "threshold scores the steps, but this case has no steps or golden file", key=True)

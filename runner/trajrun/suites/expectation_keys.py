@@ -24,6 +24,8 @@ from ..match.expectation import (
 from ..sources.documents import parse_jsonpath
 from ..yaml_core import Path
 from .document import Ctx
+from .step_names import (key_problem, long_name_problem, name_problem, not_a_name, slip_problem,
+                         slipped)
 
 STEP_KEYS = ("name", "args", "args_mode", "result", "error")
 TOOL_KEYS = ("args_mode", "fields", "compare")
@@ -102,9 +104,11 @@ _LOOKS_LIKE_MAP = re.compile(r"^\s*[A-Za-z_][\w.-]*\s*:(\s|$)")
 """A quoted ``"tool: {args}"``: YAML made it a string, so the user meant a map."""
 
 
-def parse_steps(value: Any, path: Path, ctx: Ctx) -> tuple[Step, ...] | None:
+def parse_steps(value: Any, path: Path, ctx: Ctx,
+                check_names: bool = False) -> tuple[Step, ...] | None:
     """A list of expected steps, each in one of its forms; a ``parallel: [...]`` item is a group of
-    steps whose calls happen in one turn, flattened here with a group number."""
+    steps whose calls happen in one turn, flattened here with a group number. ``check_names``:
+    refuse tool names no provider allows (a suite's, not a golden file's: those are as recorded)."""
     if not ctx.check(value, list, path, "steps must be a list of steps (tool names or {tool: args} maps)"):
         return None
     steps: list[Step] = []
@@ -112,11 +116,11 @@ def parse_steps(value: Any, path: Path, ctx: Ctx) -> tuple[Step, ...] | None:
     locs = ctx.item_locs(path, len(value))
     for i, item in enumerate(value):
         if _is_group(item):
-            members = _group(item["parallel"], (*path, i, "parallel"), ctx)
+            members = _group(item["parallel"], (*path, i, "parallel"), ctx, check_names)
             steps += [step._replace(group=groups) for step in members]
             groups += 1
             continue
-        step = parse_step(item, (*path, i), ctx, locs[i])
+        step = parse_step(item, (*path, i), ctx, locs[i], check_names)
         if step is not None:
             steps.append(step)
     return tuple(steps)
@@ -127,7 +131,7 @@ def _is_group(item: Any) -> bool:
     return isinstance(item, dict) and len(item) == 1 and isinstance(item.get("parallel"), list)
 
 
-def _group(items: list[Any], path: Path, ctx: Ctx) -> list[Step]:
+def _group(items: list[Any], path: Path, ctx: Ctx, check_names: bool) -> list[Step]:
     """The steps of one parallel group (at least two, none of them a group)."""
     if len(items) < 2:
         ctx.error(path, f"a parallel group lists at least two steps whose calls happen in one turn; found "
@@ -137,30 +141,39 @@ def _group(items: list[Any], path: Path, ctx: Ctx) -> list[Step]:
         if _is_group(item):
             ctx.error((*path, i), "parallel groups do not nest: list the steps of the inner group in the outer one")
             continue
-        step = parse_step(item, (*path, i), ctx)
+        step = parse_step(item, (*path, i), ctx, check_names=check_names)
         if step is not None:
             steps.append(step)
     return steps
 
 
-def parse_step(item: Any, path: Path, ctx: Ctx, loc: Location | None = None) -> Step | None:
+def parse_step(item: Any, path: Path, ctx: Ctx, loc: Location | None = None,
+               check_names: bool = False) -> Step | None:
     """A bare name, a one-key ``{tool: args}`` map, or the long form with ``name``; ``loc`` is where it was
-    written, when known."""
+    written, when known; ``check_names`` as in ``parse_steps``."""
     loc = ctx.loc(path) if loc is None else loc
     if isinstance(item, dict) and len(item) == 1:  # the usual {tool: args}, unless it is the long form's {name: tool}
         name, args = next(iter(item.items()))
         if name != "name" or not isinstance(args, str):
+            if check_names and not_a_name(name):
+                ctx.error(path, key_problem(name, args))
+                return None
             return Step(name, _args(args, (*path, name), ctx, name), loc=loc)
     if isinstance(item, str) and _LOOKS_LIKE_MAP.match(item):
         ctx.error(path, f"this step is the string {item!r} (the quotes make it one tool name); for a tool call "
                         f"with arguments remove the quotes: `- {item.strip()}`")
         return None
+    if isinstance(item, str) and check_names and not_a_name(item):
+        ctx.error(path, name_problem(item))
+        return None
     if isinstance(item, str) and item:
         return Step(item, loc=loc)
     if isinstance(item, dict) and isinstance(item.get("name"), str):
-        return _long_step(item, path, ctx, loc)
+        return _long_step(item, path, ctx, loc, check_names)
     if isinstance(item, dict) and item and set(item) <= set(STEP_KEYS):
         ctx.error(path, "a long-form step needs `name: <tool>` (a string)")
+    elif slipped(item):
+        ctx.error(path, slip_problem(item))
     elif isinstance(item, dict) and len(item) > 1:
         ctx.error(path, f"a step map has one key, the tool name ({{search: {{q: x}}}}); found keys "
                         f"{', '.join(item)} — for the long form write `name: <tool>`")
@@ -169,8 +182,13 @@ def parse_step(item: Any, path: Path, ctx: Ctx, loc: Location | None = None) -> 
     return None
 
 
-def _long_step(item: dict[str, Any], path: Path, ctx: Ctx, loc: Location) -> Step:
-    """The long form: ``name`` with optional ``args``, ``args_mode``, ``result`` and ``error``."""
+def _long_step(item: dict[str, Any], path: Path, ctx: Ctx, loc: Location,
+               check_names: bool) -> Step | None:
+    """The long form: ``name`` with optional ``args``, ``args_mode``, ``result`` and ``error``; its
+    name may hold spaces (as some frameworks record names), not brackets."""
+    if check_names and not_a_name(item["name"], spaces=False):
+        ctx.error((*path, "name"), long_name_problem(item["name"], "args" in item))
+        return None
     item = ctx.keys(item, STEP_KEYS, path, f"in step '{item['name']}'")
     mode = item.get("args_mode")
     if mode is not None:

@@ -135,7 +135,8 @@ def has_templates(text: str) -> bool:
 
 def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path], bool],
                 errors: list[Any], path: Path = ()) -> Any:
-    """Render every string value below ``value`` (never keys, never paths ``skip`` accepts).
+    """Render every string value below ``value`` (never paths ``skip`` accepts), and of keys only a
+    short-form step's (``"{{ tool }}": {q: x}``: the key is the tool name).
 
     Problems are appended to ``errors`` as ``SpecError`` with the string's path; the string is kept.
     """
@@ -143,7 +144,9 @@ def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path],
     if skip(path):
         return value
     if isinstance(value, dict):
-        return {k: render_tree(v, variables, skip, errors, (*path, k)) for k, v in value.items()}
+        rename = len(value) == 1 and _is_step(path)
+        return {(_render_name(k, variables, errors, path) if rename else k):
+                render_tree(v, variables, skip, errors, (*path, k)) for k, v in value.items()}
     if isinstance(value, list):
         return [render_tree(v, variables, skip, errors, (*path, i)) for i, v in enumerate(value)]
     if isinstance(value, str):
@@ -152,6 +155,28 @@ def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path],
         except SpecError as exc:
             errors.append(SpecError(exc.message, path))
     return value
+
+
+def _is_step(path: Path) -> bool:
+    """Whether ``path`` in a case is a step: ``steps[i]``, or ``steps[i].parallel[j]``."""
+    return (len(path) in (2, 4) and path[0] == "steps" and isinstance(path[1], int)
+            and (len(path) == 2 or (path[2] == "parallel" and isinstance(path[3], int))))
+
+
+def _render_name(key: Any, variables: Mapping[str, Any], errors: list[Any], path: Path) -> Any:
+    """A short-form step's key rendered: a tool name, so a template giving no string is an error."""
+    if not isinstance(key, str):
+        return key
+    try:
+        name = render_string(key, variables)
+    except SpecError as exc:
+        errors.append(SpecError(exc.message, path))
+        return key
+    if not isinstance(name, str):
+        problem = f"the tool name {quote_text(key)} gave {kind(name)}; a tool name is a string"
+        errors.append(SpecError(problem, path))
+        return key
+    return name
 
 
 def render_string(text: str, variables: Mapping[str, Any]) -> Any:
