@@ -35,10 +35,13 @@ RUN = {"tool_calls": [{"name": PAYLOAD, "args": {"q": PAYLOAD}, "result": PAYLOA
                       {"name": "search", "args": {"q": "paris"}, "result": PAYLOAD}], "answer": PAYLOAD}  # fmt: skip
 
 
+STEPS = [{"search": {"q": "tokyo"}}, PAYLOAD + "2"]
+
+
 def _suite() -> dict[str, Any]:
     """A suite whose names, steps, tools and reasons all hold the payload: 5 fail, 3 err, 1 is skipped."""
     return {"suite": "S" + PAYLOAD, "cases": [
-        {"name": "steps " + PAYLOAD, "source": "run.json", "steps": [{"search": {"q": "tokyo"}}, PAYLOAD + "2"]},
+        {"name": "steps " + PAYLOAD, "source": "run.json", "golden": "steps.yaml"},
         {"name": "never", "source": "run.json", "never": [PAYLOAD]},
         {"name": "before", "source": "run.json", "before": [["search", PAYLOAD]]},
         {"name": "calls", "source": "run.json", "calls": {PAYLOAD: 2, "search": 1}},
@@ -56,6 +59,8 @@ def hostile(tmp_path: Path) -> Path:
     (tmp_path / "run.json").write_text(json.dumps(RUN), encoding="utf-8")
     (tmp_path / "agent.py").write_text(AGENT, encoding="utf-8")
     (tmp_path / "a.suite.yaml").write_text(json.dumps(_suite()), encoding="utf-8")  # JSON is YAML
+    # a suite refuses such a tool name in its steps (a load error); a golden file holds names as recorded
+    (tmp_path / "steps.yaml").write_text(json.dumps(STEPS), encoding="utf-8")
     bad = tmp_path / ("bad" + PAYLOAD.replace("\r", "") + ".suite.yaml")
     bad.write_text(json.dumps({"cases": [{"name": "c", PAYLOAD: 1}]}), encoding="utf-8")
     return tmp_path
@@ -129,8 +134,9 @@ def test_json_report_on_stdout_keeps_strings_escaped(hostile: Path) -> None:
 
 def test_annotations_escape_names_and_messages_by_githubs_rules(hostile: Path) -> None:
     """An annotation's properties escape ``%``, CR, LF, ``:`` and ``,``; its message ``%``, CR and LF."""
+    (hostile / "steps.yaml").write_text(json.dumps(["search", PAYLOAD]))
     (hostile / "a.suite.yaml").write_text(json.dumps({"suite": "50% a,b", "cases": [
-        {"name": "c:d\r\ne", "source": "run.json", "never": ["search"], "steps": ["search", PAYLOAD]}]}))  # fmt: skip
+        {"name": "c:d\r\ne", "source": "run.json", "never": ["search"], "golden": "steps.yaml"}]}))  # fmt: skip
     status, out, _ = trajrun("run", "a.suite.yaml", cwd=hostile, env={"GITHUB_ACTIONS": "true"})
     assert status == 1
     [own] = [line for line in assert_clean(out, annotations=1) if line.startswith("::")]
@@ -180,7 +186,7 @@ def test_show_and_record_keep_a_sources_strings_on_their_lines(hostile: Path) ->
     status, out, _ = trajrun("record", "run.json", cwd=hostile)
     assert status == 0
     assert_clean(out)
-    assert yaml.safe_load(out.decode("utf-8"))[0] == {PAYLOAD: {"q": PAYLOAD}}
+    assert yaml.safe_load(out.decode("utf-8"))[0] == {"name": PAYLOAD, "args": {"q": PAYLOAD}}  # long form
 
 
 def test_validate_and_errors_keep_paths_and_keys_on_their_lines(hostile: Path) -> None:
