@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import field
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, NamedTuple, TypeVar
@@ -111,6 +112,8 @@ class Trajectory:
     nodes: tuple[tuple[str, ...], ...] | None = None
     format: str = "trajectory"
     wall_ms: float | None = None
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    """What the reader merged or left out to read the source as one run (``show -v`` prints it)."""
 
     @property
     def names(self) -> list[str]:

@@ -3,10 +3,13 @@
 Documents: an OTLP/JSON export (``resourceSpans → scopeSpans → spans``, camelCase or protobuf's
 snake_case), a list of them (the Collector's file exporter writes one per line, so a ``.jsonl``
 file reads as that list), a list of spans, ``{spans: […]}``, Phoenix's ``{data: […]}``, or one
-span. A span is OTLP (attributes as ``[{key, value}]``), the Python SDK's ``to_json``
-(``context.span_id``, ISO times, ``0x`` ids), Phoenix's (``span_kind``) or a flat
-``{span_id, attributes}``. Ids may be hex or base64; spans are put in start-time order (parents
-first on ties), or parents before children and siblings in file order when times are missing.
+span; Grafana Tempo's ``{batches: […]}`` (``scopeSpans`` or the older
+``instrumentationLibrarySpans``), Jaeger's JSON (``{data: [{traceID, spans, processes}]}``, a
+trace, its spans) and OTel JS ``ReadableSpan`` lists (see ``otel_layouts``). A span is OTLP
+(attributes as ``[{key, value}]``), the Python SDK's ``to_json`` (``context.span_id``, ISO times,
+``0x`` ids), Phoenix's (``span_kind``) or a flat ``{span_id, attributes}``. Ids may be hex or
+base64; spans are put in start-time order (parents first on ties), or parents before children and
+siblings in file order when times are missing.
 
 **One trace.** A document holding several traces is refused with their ids and the ``select``
 that picks one (``$..[?(@.traceId == '…')]``, which keeps that trace's spans): the Collector
@@ -24,10 +27,15 @@ spans finished to call tools without recording which, is an error that says what
 
 **Times**: a tool span's duration is its call's ``duration_ms``; the trace's extent is ``wall_ms``.
 
-**Turns** are LLM spans; a call's turn is the latest LLM span that started before it, so parallel
-calls requested by one LLM span share its turn. A trace with no LLM span makes each call its own
-turn. Usage is each LLM span's ``gen_ai.usage.*`` or ``llm.token_count.*``; the answer is the text
-of the last LLM output that has text.
+**Turns** are model calls; a call's turn is the latest model call that started before it, so
+parallel calls requested by one LLM span share its turn. A trace with no LLM span makes each call
+its own turn. Usage is each model call's ``gen_ai.usage.*`` or ``llm.token_count.*``; the answer is
+the text of the last LLM output that has text.
+
+**One call counted once** (``otel_calls``): LLM spans nested in an LLM span of the same call, or
+sharing a ``gen_ai.response.id``, are one model call, each part (usage, text, requests) from the
+innermost span that has it; a tool span nested in a tool span of the same name or call id is one
+tool call. The trajectory's ``notes`` say which spans were merged.
 
 **Arguments not captured** (content capture is opt-in): a tool span's missing arguments come from
 the LLM span's request with the same call id, or of the same tool in its turn, when that was
@@ -46,6 +54,7 @@ from typing import Any, NamedTuple
 
 from ..trajectory import Trajectory, Usage
 from .builder import Builder, decode_args, make_usage
+from .otel_calls import one_call_each
 # refuses is not used here: detection asks every reader module for its own (otel's lives with the span parsing)
 from .otel_spans import NotOneRun, Span, first, no_run, refuses, spans_of, wall_ms  # noqa: F401
 
@@ -54,6 +63,7 @@ NOT_CAPTURED = "<not captured>"
 """The arguments of a call whose span did not capture them (content capture off) and whose request was not seen."""
 
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+_AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
 _ASSISTANT = frozenset({"assistant", "model"})
 _TOOL_CALL_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
 _MERGED = "(merged tools)"  # google-adk's extra span for parallel calls: its children are already counted
@@ -100,32 +110,41 @@ class _Execution(NamedTuple):
 
 
 def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
-    """Read one trace's GenAI or OpenInference spans into a run."""
+    """Read one trace's GenAI or OpenInference spans into a run, each model or tool call once."""
     spans = spans_of(doc)
+    kinds = {span.index: _kind(span) for span in spans}
+    calls = one_call_each(spans, kinds, _tool_key)
     steps: list[_Turn | _Execution] = []
     for span in spans:
-        kind = _kind(span)
-        if kind == "llm":
-            steps.append(_turn(span))
-        elif kind == "tool" and span.attrs.get("gen_ai.tool.name") != _MERGED and span.name != "execute_tool (merged)":
-            steps.append(_execution(span))
+        group = calls.spans.get(span.index)
+        if group is None:
+            continue
+        if kinds[span.index] == "llm":
+            steps.append(_one_turn([_turn(member) for member in group]))
+        else:
+            steps.append(_one_execution([_execution(member) for member in group]))
     if not steps:
         raise NotOneRun(no_run(spans))
     executed = any(isinstance(step, _Execution) for step in steps)
     run = _from_executions(steps, details) if executed else \
         _from_requests([s for s in steps if isinstance(s, _Turn)], details)
-    return dataclasses.replace(run, wall_ms=wall_ms(spans))
+    return dataclasses.replace(run, wall_ms=wall_ms(spans), notes=tuple(calls.notes))
 
 
 # Span kinds
 
 
 def _kind(span: Span) -> str | None:
-    """``tool`` for a tool execution, ``llm`` for a model call, else None (agent, chain, HTTP, …)."""
+    """``tool`` for a tool execution, ``merged`` for ADK's summary of parallel ones, ``llm`` for a
+    model call, ``agent`` for an agent's run, else None (chain, HTTP, …)."""
     attrs = span.attrs
     operation = attrs.get("gen_ai.operation.name")
+    if attrs.get("gen_ai.tool.name") == _MERGED or span.name == "execute_tool (merged)":
+        return "merged"
     if operation == "execute_tool" or span.oi_kind == "TOOL":
         return "tool"
+    if span.oi_kind == "AGENT" or (isinstance(operation, str) and operation in _AGENT_OPERATIONS):
+        return "agent"
     if (isinstance(operation, str) and operation in _LLM_OPERATIONS) or span.oi_kind == "LLM":
         return "llm"
     if operation is None and span.oi_kind in (None, "UNKNOWN"):  # Phoenix says UNKNOWN for a non-OpenInference span
@@ -145,9 +164,23 @@ def _turn(span: Span) -> _Turn:
     outputs = _messages(span, _OUTPUT_READERS)
     first = outputs[0] if outputs else _Message(None, None, [], [])
     reasons = span.attrs.get("gen_ai.response.finish_reasons")
+    if isinstance(reasons, str):  # Jaeger writes a list as its JSON text
+        reasons = _json(reasons)
     unseen = not outputs and bool(_TOOL_CALL_REASONS.intersection(reasons if isinstance(reasons, list) else ()))
     requests = [(name, args, _id(call_id)) for name, args, call_id in first.calls]
     return _Turn(first.text, _usage(span.attrs), requests, _new_results(_messages(span, _INPUT_READERS)), unseen)
+
+
+def _one_turn(turns: list[_Turn]) -> _Turn:
+    """The LLM spans of one model call (innermost first) as one turn, each part from the innermost
+    span that has it."""
+    if len(turns) == 1:
+        return turns[0]
+    requests = next((turn.requests for turn in turns if turn.requests), [])
+    return _Turn(next((turn.text for turn in turns if turn.text is not None), None),
+                 next((turn.usage for turn in turns if turn.usage is not None), None), requests,
+                 next((turn.results for turn in turns if turn.results), []),
+                 not requests and any(turn.unseen_calls for turn in turns))  # fmt: skip
 
 
 def _usage(attrs: dict[str, Any]) -> Usage | None:
@@ -297,17 +330,37 @@ _OUTPUT_READERS = (
 # Tool spans
 
 
+def _tool_key(span: Span) -> tuple[str, Any]:
+    """A tool span's tool name and call id."""
+    attrs = span.attrs
+    name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
+    name = name or span.name.removeprefix("execute_tool ")
+    return str(name), _id(first(attrs, "gen_ai.tool.call.id", "tool_call.id"))
+
+
 def _execution(span: Span) -> _Execution:
     """A tool span: GenAI ``gen_ai.tool.*``, OpenInference ``tool.name``/``input.value``/``output.value``, old ADK."""
     attrs = span.attrs
-    name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or span.name.removeprefix("execute_tool ")
-    call_id = _id(first(attrs, "gen_ai.tool.call.id", "tool_call.id"))
+    name, call_id = _tool_key(span)
     args = first(attrs, "gen_ai.tool.call.arguments", "tool_call.function.arguments", "input.value",
                   "gcp.vertex.agent.tool_call_args")  # fmt: skip
     raw = first(attrs, "gen_ai.tool.call.result", "output.value", "gcp.vertex.agent.tool_response")
     result, message_id, message_error = _tool_message(_structured(raw))
-    return _Execution(str(name), args, call_id if call_id is not None else _id(message_id), result, raw is not None,
-                      span.failed or message_error, span.duration_ms)  # fmt: skip
+    call_id = call_id if call_id is not None else _id(message_id)
+    return _Execution(name, args, call_id, result, raw is not None, span.failed or message_error,
+                      span.duration_ms)  # fmt: skip
+
+
+def _one_execution(runs: list[_Execution]) -> _Execution:
+    """The tool spans of one execution (innermost first) as one: the outermost's name and duration,
+    the innermost arguments, call id and result recorded, failed if any span failed."""
+    if len(runs) == 1:
+        return runs[0]
+    outer, recorded = runs[-1], next((run for run in runs if run.has_result), runs[-1])
+    args = next((run.args for run in runs if run.args is not None), None)
+    call_id = next((run.call_id for run in runs if run.call_id is not None), None)
+    return _Execution(outer.name, args, call_id, recorded.result, recorded.has_result,
+                      any(run.error for run in runs), outer.duration_ms)  # fmt: skip
 
 
 def _id(value: Any) -> Any:

@@ -1,4 +1,6 @@
-"""OpenTelemetry spans as trajrun reads them: OTLP/JSON exports, SDK and Phoenix span lists, one trace.
+"""OpenTelemetry spans as trajrun reads them: OTLP/JSON exports (Tempo's ``batches`` too), SDK and
+Phoenix span lists, Jaeger's JSON and JS ``ReadableSpan`` lists (``otel_layouts`` rewrites them as
+OTLP), one trace.
 
 Normalises every shape the ``otel`` reader accepts into ``Span`` objects (attributes flattened,
 ids as lowercase hex, start times in nanoseconds), in start-time order, and refuses a document
@@ -15,6 +17,9 @@ from typing import Any
 
 from ..frozen import frozen
 from .builder import NotThisFormat
+from .otel_layouts import (
+    from_jaeger, from_js, is_jaeger_span, is_js_span, jaeger_select, jaeger_traces, js_select,
+)  # fmt: skip
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -23,6 +28,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 _FRACTION = re.compile(r"\.(\d+)")
+_EXPORT_KEYS = ("resourceSpans", "resource_spans", "batches")  # batches: Grafana Tempo's name
+_SCOPE_KEYS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")  # the last: OTLP < 0.15
+_WRAPPERS = ("trace", "result")  # Tempo's /api/v2/traces and Jaeger's /api/v3/traces wrap an export
+_SELECT = "$..[?(@.{key} == '{id}')]"
 
 
 class NotOneRun(Exception):
@@ -59,17 +68,23 @@ class Span:
 
 
 def _raw_spans(doc: Any) -> list[dict[str, Any]]:
-    """The span mappings of any accepted shape, in file order."""
+    """The span mappings of any accepted shape, in file order, each in OTLP's shape."""
+    traces = jaeger_traces(doc)
+    if traces is not None:
+        found = (span for trace in traces for span in trace["spans"] if isinstance(span, dict))
+        return _some(list(map(from_jaeger, found)))
+    doc = _unwrapped(doc)
     if isinstance(doc, dict):
         if _is_export(doc):
             return _some(_export_spans(doc))
         for key in ("spans", "data"):
             items = doc.get(key)
             if isinstance(items, list) and items and all(map(_is_span, items)):
-                return items
+                return [_otlp_shaped(item) for item in items]
         if _is_span(doc):
-            return [doc]
-        raise NotThisFormat("no 'resourceSpans', no list of spans, and not a span (no spanId)")
+            return [_otlp_shaped(doc)]
+        raise NotThisFormat("no 'resourceSpans' or 'batches', no list of spans or Jaeger traces, "
+                            "and not a span (no spanId)")  # fmt: skip
     if not isinstance(doc, list) or not doc:
         raise NotThisFormat("not an OTLP document, a list of spans or a span")
     spans: list[dict[str, Any]] = []
@@ -77,16 +92,35 @@ def _raw_spans(doc: Any) -> list[dict[str, Any]]:
         if isinstance(item, dict) and _is_export(item):
             spans += _export_spans(item)
         elif _is_span(item):
-            spans.append(item)
+            spans.append(_otlp_shaped(item))
         else:
             raise NotThisFormat(f"item {i} is neither an OTLP document nor a span")
     return _some(spans)
+
+
+def _unwrapped(doc: Any) -> Any:
+    """The export inside ``{trace: …}`` or ``{result: …}``, else the document itself."""
+    if isinstance(doc, dict) and len(doc) == 1:
+        inner = next(iter(doc.values()))
+        if next(iter(doc)) in _WRAPPERS and isinstance(inner, dict) and _is_export(inner):
+            return inner
+    return doc
+
+
+def _otlp_shaped(raw: dict[str, Any]) -> dict[str, Any]:
+    """A span mapping as OTLP or an SDK writes it: Jaeger's and JS's rewritten, others as they are."""
+    if is_jaeger_span(raw):
+        return from_jaeger(raw)
+    return from_js(raw) if is_js_span(raw) else raw
 
 
 def refuses(doc: Any) -> bool:
     """Whether ``_raw_spans(doc)`` surely refuses, so the ``otel`` reader raises ``NotThisFormat`` before any
     ``NotOneRun``: a mapping neither an export nor a span with no ``spans`` or ``data`` list, an empty list, or a
     list whose item 0 is neither. Detection skips the reader then."""
+    if jaeger_traces(doc) is not None:  # a list of Jaeger traces, whose item 0 is no span
+        return False
+    doc = _unwrapped(doc)
     if isinstance(doc, dict):
         lists = any(isinstance(doc.get(key), list) and doc[key] for key in ("spans", "data"))
         return not (_is_export(doc) or lists or _is_span(doc))
@@ -97,22 +131,30 @@ def refuses(doc: Any) -> bool:
 
 
 def _is_export(doc: dict[str, Any]) -> bool:
-    """An OTLP ``ExportTraceServiceRequest`` (camelCase as OTLP/JSON, snake_case as protobuf field names)."""
-    return isinstance(doc.get("resourceSpans", doc.get("resource_spans")), list)
+    """An OTLP ``ExportTraceServiceRequest`` (camelCase as OTLP/JSON, snake_case as protobuf field
+    names), or Tempo's ``batches`` of resource spans."""
+    if isinstance(doc.get("resourceSpans", doc.get("resource_spans")), list):
+        return True
+    batches = doc.get("batches")
+    return isinstance(batches, list) and bool(batches) and isinstance(batches[0], dict) \
+        and any(key in batches[0] for key in _SCOPE_KEYS)  # fmt: skip
 
 
 def _is_span(item: Any) -> bool:
     """A span mapping: it has a span id somewhere an exporter puts one."""
-    return isinstance(item, dict) and _field(item, "spanId", "span_id", "context.span_id")[1] is not None
+    if not isinstance(item, dict):
+        return False
+    has_id = _field(item, "spanId", "span_id", "context.span_id")[1] is not None
+    return has_id or is_jaeger_span(item) or is_js_span(item)
 
 
 def _export_spans(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Every span of an OTLP export (resource, then scope, then span)."""
     return [
         span
-        for resource in doc.get("resourceSpans", doc.get("resource_spans")) or ()
+        for resource in first(doc, *_EXPORT_KEYS) or ()
         if isinstance(resource, dict)
-        for scope in first(resource, "scopeSpans", "scope_spans", "instrumentationLibrarySpans") or ()
+        for scope in first(resource, *_SCOPE_KEYS) or ()
         if isinstance(scope, dict)
         for span in scope.get("spans") or ()
         if isinstance(span, dict)
@@ -262,8 +304,9 @@ def _preorder(spans: list[Span]) -> list[Span]:
     return out + [span for span in spans if span.index not in seen]  # a cycle of parents: file order
 
 
-def _check_one_trace(spans: list[Span]) -> None:
-    """Refuse several traces, naming them and the ``select`` that picks one."""
+def _check_one_trace(spans: list[Span], select: str) -> None:
+    """Refuse several traces, naming them and the ``select`` that picks one (``select`` with
+    ``{key}`` and ``{id}`` to fill in)."""
     traces = {span.trace_id: span.trace_ref for span in spans if span.trace_id is not None}
     if len(traces) < 2:
         return
@@ -271,7 +314,16 @@ def _check_one_trace(spans: list[Span]) -> None:
     shown = ", ".join(raw for _, raw in refs[:5]) + (", …" if len(refs) > 5 else "")
     key, raw = refs[0]
     raise NotOneRun(f"the document holds {len(refs)} traces ({shown}) and a run is one trace; pick one with "
-                    f"select: \"$..[?(@.{key} == '{raw}')]\"")  # fmt: skip
+                    f"select: \"{select.format(key=key, id=raw)}\"")  # fmt: skip
+
+
+def _select(doc: Any) -> str:
+    """The ``select`` that picks one trace of ``doc``, by the layout's own trace id field."""
+    if jaeger_traces(doc) is not None or (isinstance(doc, list) and doc and is_jaeger_span(doc[0])):
+        return jaeger_select(doc)
+    if isinstance(doc, list) and doc and is_js_span(doc[0]):
+        return js_select()
+    return _SELECT
 
 
 def wall_ms(spans: list[Span]) -> float | None:
@@ -293,7 +345,7 @@ def no_run(spans: list[Span]) -> str:
 def spans_of(doc: Any) -> list[Span]:
     """The spans of a document holding one trace, in start-time order; raises ``NotOneRun`` for several."""
     spans = _ordered([_span(raw, i) for i, raw in enumerate(_raw_spans(doc))])
-    _check_one_trace(spans)
+    _check_one_trace(spans, _select(doc))
     return spans
 
 
