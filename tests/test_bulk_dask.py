@@ -61,4 +61,5 @@ def test_an_unreachable_scheduler_is_a_case_error(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(dask_engine, "CONNECT_TIMEOUT", 0.5)
     write_logs(tmp_path, 10)
     case = run_bulk(tmp_path, "r.jsonl", engine="dask", scheduler="tcp://127.0.0.1:9")
-    assert case.outcome == "error" and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in case.message
+    assert case.outcome == "error"
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9 (from --scheduler)" in case.message

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from dataclasses import field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -35,13 +36,15 @@ PENDING = "bulk-pending"
 
 @frozen
 class BulkOptions:
-    """How bulk cases run: the engine, a Dask scheduler's address, where ``--records`` lines go, and (for tests)
-    the size of a JSONL byte range."""
+    """How bulk cases run: the engine, a Dask scheduler's address, where ``--records`` lines go,
+    (for tests) the size of a JSONL byte range, and what hears the engine's notes (the Dask
+    dashboard's link, a lost worker)."""
 
     engine: str = "local"
     scheduler: str | None = None
     records: Path | None = None
     split: int | None = None
+    notes: Callable[[str], None] | None = field(default=None, compare=False)
 
 
 def is_bulk(case: Case) -> bool:
@@ -118,7 +121,8 @@ class BulkSession:
             if self.options.engine == "dask":
                 from .dask_engine import DaskEngine  # deferred: dask is an optional extra, slow to import
 
-                self.engine = DaskEngine(self.options.scheduler, self.jobs)
+                self.engine = DaskEngine(self.options.scheduler, self.jobs,
+                                         notes=self.options.notes)
             else:
                 from .bulk_local import LocalEngine  # deferred: multiprocessing and tempfile, for bulk cases only
 
@@ -206,7 +210,7 @@ def evaluate_bulk(case: Case | Expectation, documents: Any, *, format: str | Non
 
         results, engine = evaluate_bag(spec, documents), "dask"
     else:
-        results, engine = [evaluate_documents(spec, documents)], "local"
+        results, engine = iter([evaluate_documents(spec, documents)]), "local"
     for kept, tally in results:
         aggregate.records("", 1, kept)
         aggregate.finish("", 1, tally)

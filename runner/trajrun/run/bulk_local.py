@@ -3,7 +3,8 @@
 Workers read their partitions themselves and stream back batches of compact record results. The
 client takes them in partition order: the batches of a partition that is not yet the next one are
 spooled to a temporary file (only when records are kept for ``--records``), so memory stays flat
-however far a fast worker runs ahead. A worker that dies makes its partition one erred record.
+however far a fast worker runs ahead. A worker that dies makes its partition one erred record;
+a worker ends with trajrun however trajrun ends (``kill -9`` too).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import IO, Any
 from ..sources.records import Partition
 from .bulk_eval import BulkSpec, evaluate_partition
 from .bulk_results import Aggregate, RecordResult, Tally
+from .orphans import end_with_parent
 
 STOP_GRACE = 5.0
 """Seconds workers may take to end after the last partition before they are killed."""
@@ -219,6 +221,7 @@ def _replayed(spool: IO[bytes] | None) -> Iterator[list[RecordResult]]:
 def _work(conn: Connection, spec: BulkSpec, parts: list[Partition]) -> None:
     """A worker process: evaluate each partition the parent names, streaming batches back, until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops its workers itself
+    end_with_parent()  # mid-partition too, where the pipe is not read
     try:
         while (index := conn.recv()) is not None:
             _, tally = evaluate_partition(spec, parts[index], lambda kept, n: conn.send(("batch", index, kept, n)))

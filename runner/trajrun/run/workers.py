@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
-import os
 import signal
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -18,10 +16,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, Callable
 
-from ..sources.live_child import die_with_parent
 from .cores import worker_limit
 from .execute import SourceCache
 from .judge import Judge
+from .orphans import end_with_parent
 from .plans import Planned, Progress, RunOptions, case_results, load_one, plan, unique_suite
 from .results import CaseResult, SuiteResult
 
@@ -229,7 +227,8 @@ def _worker(conn: Connection, options: RunOptions, root: Path) -> None:
     # SIGTERM from the parent raises KeyboardInterrupt, as SIGINT from a terminal does: on its way out it
     # kills the live source in progress
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    _end_with_parent()
+    # its live source's lifeline, held only here, closes with it: that source's group is killed
+    end_with_parent()
     cache, judge = SourceCache(), Judge(options.judge, root)
     try:
         while (job := conn.recv()) is not None:
@@ -238,22 +237,6 @@ def _worker(conn: Connection, options: RunOptions, root: Path) -> None:
         pass
     finally:
         judge.close()
-
-
-def _end_with_parent() -> None:
-    """End this worker as soon as the parent has ended: on Linux the kernel kills it, elsewhere a thread sees the
-    parent's sentinel (a pipe only the parent writes) close. The lifeline of its live source, which only this
-    worker holds, then closes too, and that source's group is killed."""
-    die_with_parent()
-    parent = multiprocessing.parent_process()
-    if parent is not None:
-        threading.Thread(target=_exit_on, args=(parent.sentinel,), daemon=True, name="trajrun-orphan").start()
-
-
-def _exit_on(sentinel: int) -> None:
-    """Wait for the parent's sentinel, then end the process at once (its threads, pipes and files with it)."""
-    wait([sentinel])
-    os._exit(1)
 
 
 def _run_unit(unit: Unit, skip: int, options: RunOptions, root: Path, cache: SourceCache,

@@ -13,6 +13,7 @@ A record that cannot be read (bad JSON, a corrupt gzip member, a line past the s
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
@@ -34,11 +35,20 @@ _SIMPLE_PATH = re.compile(r"^\$(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 @frozen
 class Partition:
-    """A share of a bulk source's work: a file, or the byte range ``[start, end)`` of an uncompressed JSONL file."""
+    """A share of a bulk source's work: a file, or the byte range ``[start, end)`` of an
+    uncompressed JSONL file. ``path`` names it in results, as the client listed it; ``location`` is
+    what a worker opens, wherever its working folder is: the absolute path, or the URL as written
+    (``""``: ``path``)."""
 
     path: str
     start: int = 0
     end: int | None = None
+    location: str = ""
+
+    @property
+    def opened(self) -> str:
+        """What a worker opens."""
+        return self.location or self.path
 
 
 class Record(NamedTuple):
@@ -67,10 +77,12 @@ def partitions(files: list[str], each: str, workers: int = 1, split: int | None 
     for path in files:
         size = size_of(path) if each == "record" and _splittable(path) else 0
         step = split or max(1 << 20, min(SPLIT_BYTES, size // max(1, 4 * workers) + 1))
+        location = path if is_url(path) else os.path.abspath(path)
         if size <= step:
-            out.append(Partition(path))
+            out.append(Partition(path, location=location))
             continue
-        out.extend(Partition(path, start, min(start + step, size)) for start in range(0, size, step))
+        out.extend(Partition(path, start, min(start + step, size), location)
+                   for start in range(0, size, step))
     return out
 
 
@@ -91,17 +103,17 @@ class PartitionReader:
 
     def __iter__(self) -> Iterator[Record]:
         """Every record; what cannot be read is a ``Record`` with an error."""
-        path = self.part.path
+        path, opened = self.part.path, self.part.opened
         try:
             kind, zipped = document_kind(PurePosixPath(path))  # type: ignore[arg-type]
             if self.each == "record" and kind == "jsonl":
                 yield from self._jsonl(zipped)
             elif self.each == "record":
-                yield from _list_records(path, kind, zipped)
+                yield from _list_records(path, kind, zipped, opened)
             elif self.each == "trace":
-                yield from _trace_records(path, kind, zipped)
+                yield from _trace_records(path, kind, zipped, opened)
             else:
-                yield Record(path, _whole(path, kind, zipped))
+                yield Record(path, _whole(path, kind, zipped, opened))
         except SourceError as exc:
             yield Record(path, None, exc.message)
         except OSError as exc:
@@ -110,7 +122,7 @@ class PartitionReader:
     def _jsonl(self, zipped: bool) -> Iterator[Record]:
         """The JSONL lines the partition owns, numbered from 1 within it; blank lines are no records but count."""
         part, limit = self.part, max_source_bytes()
-        with open_binary(part.path) as stream:
+        with open_binary(part.opened) as stream:
             if zipped:
                 stream_lines = lines(gunzip_chunks(stream), limit)
             else:
@@ -173,13 +185,14 @@ def _not_json(exc: BaseException, text: str, line: bool = False) -> str:
             f"{limit:,} digits (Python's limit) — quote it to keep it as a string")
 
 
-def _whole(path: str, kind: str, zipped: bool) -> Any:
-    """A whole file as one document (JSONL: the list of its lines), held up to ``TRAJRUN_MAX_SOURCE_BYTES``."""
+def _whole(path: str, kind: str, zipped: bool, opened: str) -> Any:
+    """A whole file as one document (JSONL: the list of its lines), held up to
+    ``TRAJRUN_MAX_SOURCE_BYTES``; ``path`` names it in messages, ``opened`` is what is read."""
     if kind == "sqlite":
         raise SourceError("a LangGraph checkpoint database is not read in bulk; read it in a case without each "
                           "(thread: picks the thread)", path)  # fmt: skip
     limit = max_source_bytes()
-    with open_binary(path) as stream:
+    with open_binary(opened) as stream:
         chunks = gunzip_chunks(stream) if zipped else raw_chunks(stream)
         if kind == "jsonl":
             return [_line_document(data, n, path) for n, (_, data) in enumerate(lines(chunks, limit), 1)
@@ -214,9 +227,9 @@ def _line_document(data: bytes | Lost, number: int, path: str) -> Any:
     return record.doc
 
 
-def _list_records(path: str, kind: str, zipped: bool) -> Iterator[Record]:
+def _list_records(path: str, kind: str, zipped: bool, opened: str) -> Iterator[Record]:
     """The items of a file whose top level is a list, named ``file[i]``."""
-    doc = _whole(path, kind, zipped)
+    doc = _whole(path, kind, zipped, opened)
     if not isinstance(doc, list):
         raise SourceError(f"each: record reads JSONL lines or the items of a top-level list, found {_kind(doc)}; "
                           "use each: file to read the file as one run", path)  # fmt: skip
@@ -232,10 +245,10 @@ def _kind(doc: Any) -> str:
     return next((word for cls, word in kinds if isinstance(doc, cls)), "a list")
 
 
-def _trace_records(path: str, kind: str, zipped: bool) -> Iterator[Record]:
+def _trace_records(path: str, kind: str, zipped: bool, opened: str) -> Iterator[Record]:
     """Each trace of an OpenTelemetry file (its spans grouped by trace id), named ``file:trace id``."""
     try:
-        groups = trace_groups(_whole(path, kind, zipped))
+        groups = trace_groups(_whole(path, kind, zipped, opened))
     except (NotThisFormat, NotOneRun) as exc:
         raise SourceError(f"each: trace reads the traces of an OpenTelemetry file, but this one is not: "
                           f"{getattr(exc, 'reason', exc)}; use each: record or each: file", path) from None
