@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SourceError, SuiteErrors, TrajrunError, exception_line, exception_trace, inline
 from ..frozen import frozen
 from ..match.evaluate import evaluate
-from ..match.expectation import ORDERED_MODES, Expectation
+from ..match.expectation import ORDERED_MODES, UNSET, Expectation
+from ..match.failed import failed_calls, left_out_note, mark_errors, without_failed
 from ..match.verdict import CheckFailure, Evaluation, JudgeVerdict
 from ..sources import apply_select, load_trajectory, read_trajectory
 from ..sources.extras import unmet
@@ -76,7 +77,7 @@ class SourceCache:
                 with _reading(str(source.file)):
                     self._cache[key] = load_trajectory(
                         source.file, format=source.format, select=source.select, record=source.record,
-                        thread=source.thread, checkpoint=source.checkpoint,
+                        thread=source.thread, checkpoint=source.checkpoint, traces=source.traces,
                     )
             except SourceError as exc:
                 self._cache[key] = exc
@@ -120,41 +121,54 @@ def _cache_key(source: Source | None) -> tuple[Any, ...] | None:
     """What makes two file sources the same read; ``None`` for a source the cache never reads (inline, live, bulk)."""
     if source is None or source.file is None or source.each is not None or source.live:
         return None
-    return (source.file, source.format, source.select, source.record, source.thread, source.checkpoint)
+    return (source.file, source.format, source.select, source.record, source.thread, source.checkpoint,
+            source.traces)
 
 
-def live_trajectory(source: Source, folder: Path) -> Trajectory:
-    """Run a live source once and read what it returned."""
+def live_trajectory(source: Source, folder: Path, case: str = "", notes: list[str] | None = None) -> Trajectory:
+    """Run a live source once and read what it returned; with a cassette or ``capture: wire``, through the model
+    proxy (``case`` names the cassette; a note on what became of it goes to ``notes``)."""
     origin = source.command if source.command is not None else str(source.python)
     with _reading(origin):
-        return _read(_live_document(source, folder), source, origin)
+        if source.cassette is None and source.capture != "wire":
+            return _read(_live_document(source, folder, {}), source, origin)
+        from ..sources.wire import read_wire  # deferred: the proxy loads only for cassettes and capture: wire
+        from .cassettes import model_traffic  # deferred: as above
+
+        doc, exchanges = model_traffic(source, folder, case, lambda env: _live_document(source, folder, env), origin,
+                                       [] if notes is None else notes)
+        return read_wire(exchanges, origin) if source.capture == "wire" else _read(doc, source, origin)
 
 
-def _live_document(source: Source, folder: Path) -> Any:
-    """What the command printed, or what the function returned; with ``capture: otlp``, the spans it exported."""
-    if source.capture is not None:
+def _live_document(source: Source, folder: Path, env: Mapping[str, str]) -> Any:
+    """What the command printed, or what the function returned (``env`` added to its environment); with
+    ``capture: otlp``, the spans it exported; with ``capture: wire``, None (the run is in its traffic)."""
+    if source.capture == "otlp":
         from ..sources.otlp import capture_spans  # deferred: the HTTP server loads only for capture: otlp
 
         origin = source.command if source.command is not None else str(source.python)
-        return capture_spans(lambda variables: _run_agent(source, folder, variables), origin)
-    return _run_agent(source, folder, None)
+        return capture_spans(lambda variables: _run_agent(source, folder, {**env, **variables}, True), origin)
+    return _run_agent(source, folder, env, source.capture is not None)
 
 
-def _run_agent(source: Source, folder: Path, capture: Mapping[str, str] | None) -> Any:
-    """Run the command or call the function; ``capture`` holds the variables pointing it at a receiver."""
+def _run_agent(source: Source, folder: Path, env: Mapping[str, str], captured: bool) -> Any:
+    """Run the command or call the function with ``env`` added to its environment; when the run is ``captured``
+    elsewhere, its output is not read."""
     from ..sources.live import call_python, run_command  # deferred: subprocess and pickle load only for live sources
 
+    capture = env if captured else None
+    extra = None if captured or not env else env
     if source.command is not None:
-        return run_command(source.command, folder, source.timeout, capture)
+        return run_command(source.command, folder, source.timeout, capture, env=extra)
     assert source.python is not None
-    return call_python(source.python, source.args, folder, source.timeout, capture)
+    return call_python(source.python, source.args, folder, source.timeout, capture, env=extra)
 
 
 def _read(doc: Any, source: Source, origin: str) -> Trajectory:
     """A document already in hand (inline, or a live source's output), through ``select`` and the reader."""
     if source.select:
         doc = apply_select(doc, source.select, origin)
-    return read_trajectory(doc, source.format, origin=origin)
+    return read_trajectory(doc, source.format, origin=origin, traces=source.traces)
 
 
 @frozen
@@ -260,12 +274,17 @@ def _attempt(case: Case, folder: Path, cache: SourceCache, update_golden: bool) 
     """Obtain the trajectory and evaluate every check, turning any problem into a case error."""
     try:
         assert case.source is not None
-        traj = live_trajectory(case.source, folder) if case.source.live else cache.trajectory(case.source)
+        notes: list[str] = []
+        traj = live_trajectory(case.source, folder, case.name, notes) if case.source.live else \
+            cache.trajectory(case.source)
     except TrajrunError as exc:
         trace = _trace_details(exc.trace) if isinstance(exc, ReaderCrash) else ""
         return Attempt(None, Evaluation(errors=(f"source: {exc}",)), details=trace)
     try:
-        return _evaluate(case, traj, update_golden)
+        if case.source.error_when is not UNSET:
+            traj = mark_errors(traj, case.source.error_when)
+        attempt = _evaluate(case, traj, update_golden)
+        return dataclasses.replace(attempt, notes=(*notes, *attempt.notes)) if notes else attempt
     except TrajrunError as exc:
         return Attempt(traj, Evaluation(errors=(str(exc),)))
     except Exception as exc:  # noqa: BLE001 - one broken case never stops the others
@@ -285,17 +304,28 @@ def _trace_details(trace: str) -> str:
 def _evaluate(case: Case, traj: Trajectory, update_golden: bool) -> Attempt:
     """Evaluate, reading (and where asked, rewriting) the golden file."""
     if case.golden is None:
-        return Attempt(traj, evaluate(case.expect, traj))
+        evaluation, note = _noted(case.expect, traj)
+        return Attempt(traj, evaluation, (note,) if note else ())
     notes: list[str] = []
     if not case.golden.exists():
         if not update_golden:
             return Attempt(traj, Evaluation(errors=(_missing_golden(case.golden),)))
-        notes.append(_write_golden(case.golden, traj, "created", case.expect.mode))
-    evaluation = evaluate(_with_golden(case.expect, case.golden), traj)
+        notes.append(_write_golden(case.golden, traj, "created", case.expect))
+    evaluation, note = _noted(_with_golden(case.expect, case.golden), traj)
     if update_golden and not evaluation.errors and any(f.check == "steps" for f in evaluation.failures):
-        notes.append(_write_golden(case.golden, traj, "updated", case.expect.mode))
-        evaluation = evaluate(_with_golden(case.expect, case.golden), traj)
-    return Attempt(traj, evaluation, tuple(notes))
+        notes.append(_write_golden(case.golden, traj, "updated", case.expect))
+        evaluation, note = _noted(_with_golden(case.expect, case.golden), traj)
+    return Attempt(traj, evaluation, (*notes, *([note] if note else [])))
+
+
+def _noted(expect: Expectation, traj: Trajectory) -> tuple[Evaluation, str | None]:
+    """Evaluate; with ``failed_calls: ignore``, a note naming the failed calls it left out when that
+    changed a check's verdict (the run is then evaluated a second time, counting them)."""
+    evaluation = evaluate(expect, traj)
+    if expect.failed_calls != "ignore" or not failed_calls(traj):
+        return evaluation, None
+    counting = evaluate(dataclasses.replace(expect, failed_calls="count"), traj)
+    return evaluation, left_out_note(traj, evaluation, counting)
 
 
 def _missing_golden(path: Path) -> str:
@@ -311,10 +341,12 @@ def _with_golden(expect: Expectation, path: Path) -> Expectation:
         raise TrajrunError(f"golden file is invalid:\n{exc}") from None
 
 
-def _write_golden(path: Path, traj: Trajectory, verb: str, mode: str) -> str:
+def _write_golden(path: Path, traj: Trajectory, verb: str, expect: Expectation) -> str:
     """Write the run's steps as the golden file (atomic; a failure keeps the old file); returns the note.
-    Parallel groups only under a mode that reads them (the others make a group an error)."""
-    write_golden(path, dump_steps(traj, parallel=mode in ORDERED_MODES))
+    Parallel groups only under a mode that reads them (the others make a group an error); no failed
+    call where the case leaves them out."""
+    kept = without_failed(traj) if expect.failed_calls == "ignore" else traj
+    write_golden(path, dump_steps(kept, parallel=expect.mode in ORDERED_MODES))
     return f"golden file {verb}: {path}"
 
 

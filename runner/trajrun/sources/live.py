@@ -47,34 +47,44 @@ class _Done:
     stderr: bytes
 
 
-def run_command(command: str, folder: Path, timeout: float, capture: Mapping[str, str] | None = None) -> Any:
+def run_command(command: str, folder: Path, timeout: float, capture: Mapping[str, str] | None = None,
+                env: Mapping[str, str] | None = None) -> Any:
     """Run ``command`` through the shell in ``folder``; its stdout (UTF-8 JSON or YAML) is the document.
 
     With ``capture`` (variables pointing the agent at a receiver, added to its environment) the run is read
-    from what the receiver gets, so stdout is not read and None is returned.
+    from what the receiver gets, so stdout is not read and None is returned. ``env`` (the model proxy's
+    variables) is added to its environment too, its stdout still read.
     """
-    done = _run(lambda _: [SHELL, "-c", WATCHED, "sh", command], command, timeout, cwd=folder, env=capture)
+    done = _run(lambda _: [SHELL, "-c", WATCHED, "sh", command], command, timeout, cwd=folder,
+                env=_joined(env, capture))
     if done.returncode != 0:
         raise SourceError(f"{_ended(done.returncode)}{_tail(done.stderr)}", command)
     return None if capture is not None else _parse_stdout(_text(done.stdout, command), command)
 
 
 def call_python(target: str, args: Mapping[str, Any], folder: Path, timeout: float,
-                capture: Mapping[str, str] | None = None) -> Any:
+                capture: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> Any:
     """Call ``module:function`` (imported as ``import_folders`` says) with ``args`` in a child process;
-    what it returns (awaited if async) comes back as JSON and is the document (with ``capture``, as for
-    ``run_command``, what it returns is dropped and None is returned)."""
+    what it returns (awaited if async) comes back as JSON and is the document (with ``capture`` and ``env``,
+    as for ``run_command``: with ``capture`` what it returns is dropped and None is returned)."""
     folders = import_folders(folder)
     request = pickle.dumps({"target": target, "args": dict(args), "drop": capture is not None,
                             "path": [str(path) for path in folders] + _import_path(), "looked": _looked(folders)})
     done = _run(lambda lifeline: [sys.executable, str(CHILD), str(lifeline)], target, timeout, request=request,
-                env=capture)  # fmt: skip
+                env=_joined(env, capture))  # fmt: skip
     reply = _reply(done.stdout)
     if reply is None:
         raise SourceError(f"{_ended(done.returncode)} before returning{_tail(done.stderr)}", target)
     if "error" in reply:
         raise SourceError(reply["error"] + (_tail(done.stderr) if done.stderr.strip() else ""), target)
     return reply["value"]
+
+
+def _joined(env: Mapping[str, str] | None, capture: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    """The variables added to a child's environment: ``env`` and ``capture`` together; None when neither is given."""
+    if env is None:
+        return capture
+    return {**env, **(capture or {})}
 
 
 def import_folders(folder: Path) -> dict[Path, list[str]]:

@@ -8,12 +8,12 @@ from typing import Any, Mapping
 
 from ..errors import Location
 from ..frozen import frozen
-from ..match.expectation import Expectation
+from ..match.expectation import UNSET, Expectation
 from ..sources import FORMATS as _READABLE
 
 FORMATS: tuple[str, ...] = ("auto", *_READABLE)
 """The names a source's ``format`` may take: every format a reader exists for, and ``auto``."""
-CAPTURES = ("otlp",)
+CAPTURES = ("otlp", "wire")
 """What a live source's ``capture`` may name: where its run is read from instead of its output."""
 SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
 """What a suite file's name ends with (``trajrun run`` and the pytest plugin collect these)."""
@@ -26,8 +26,9 @@ class Source:
 
     ``file`` is resolved against the suite's folder; ``messages`` is an inline document used as
     written (never templated); ``args`` are the keyword arguments of a ``python`` callable;
-    ``thread`` and ``checkpoint`` pick a checkpoint of a LangGraph database; ``capture`` (``otlp``)
-    reads a live source's run from the OpenTelemetry spans it exports instead of its output.
+    ``thread`` and ``checkpoint`` pick a checkpoint of a LangGraph database; ``capture`` reads a live
+    source's run from the OpenTelemetry spans it exports (``otlp``) or its model traffic (``wire``) instead of
+    its output; ``cassette`` is where that traffic is recorded and replayed (``{case}``: the case's name).
     """
 
     file: Path | None = None
@@ -43,12 +44,17 @@ class Source:
     thread: str | None = None
     checkpoint: str | None = None
     capture: str | None = None
+    cassette: str | None = None
+    traces: str = "auto"
+    """How an OpenTelemetry document of several traces is read: ``auto``, ``merge`` or ``one``."""
     each: str | None = None
     """A bulk source: ``record``, ``file`` or ``trace`` makes the case run once per record (``file`` may be a glob)."""
     id: str | None = None
     """A bulk source's JSONPath naming each record (default: its file and line)."""
     url: str | None = None
     """A bulk source's fsspec URL (``s3://…``, ``memory://…``), kept as written; ``file`` is then ``None``."""
+    error_when: Any = UNSET
+    """A value or inline matcher (compiled): a call whose result matches is marked as an error."""
 
     @property
     def live(self) -> bool:

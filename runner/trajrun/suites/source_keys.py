@@ -1,5 +1,6 @@
 """The ``source`` key of a case: a file path, or a map naming a file, inline messages, a command or a Python
-callable, with how to read it (format, select, record, thread, capture, the bulk keys)."""
+callable, with how to read it (format, select, record, thread, capture, cassette, the bulk keys) and
+which of its calls failed (error_when)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from ..errors import kind
 from ..sources.checkpoints import SUFFIXES as DATABASE_SUFFIXES
+from ..sources.formats import TRACE_RULES
 from ..yaml_core import Path as KeyPath
 from .bulk_keys import BULK_KEYS, bulk_fields
 from .document import Ctx
@@ -15,10 +17,10 @@ from .expectation_keys import jsonpath_problem
 from .model import CAPTURES, DEFAULT_TIMEOUT, FORMATS, Source
 
 SOURCE_KEYS = ("file", "format", "select", "record", "messages", "command", "timeout", "python", "args", "thread",
-               "checkpoint", "capture", *BULK_KEYS)
+               "checkpoint", "capture", "cassette", "error_when", "traces", *BULK_KEYS)
 SOURCE_KINDS = ("file", "messages", "command", "python")
 _ONLY_WITH = {"record": ("file",), "timeout": ("command", "python"), "args": ("python",), "thread": ("file",),
-              "checkpoint": ("file",), "capture": ("command", "python")}
+              "checkpoint": ("file",), "capture": ("command", "python"), "cassette": ("command", "python")}
 
 
 def parse_source(value: Any, path: KeyPath, ctx: Ctx, folder: Path) -> Source | None:
@@ -46,7 +48,8 @@ def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path)
     """The checked fields of a source map."""
     out: dict[str, Any] = {}
     texts = {"file": "file must be a path", "command": "command must be a shell command line",
-             "python": "python must be 'module:function'", "select": "select must be a JSONPath"}
+             "python": "python must be 'module:function'", "select": "select must be a JSONPath",
+             "cassette": "cassette must be a file path (cassettes/{case}.yaml)"}
     for key, what in texts.items():
         if key in value and ctx.check(value[key], str, (*path, key), what):
             out[key] = value[key]
@@ -58,6 +61,12 @@ def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path)
         ctx.error((*path, "select"), f"invalid JSONPath {out['select']!r}: {problem}")
     if "format" in value:
         out["format"] = ctx.choice(value["format"], FORMATS, (*path, "format"), "format") or "auto"
+    if "traces" in value:
+        out["traces"] = ctx.choice(value["traces"], TRACE_RULES, (*path, "traces"), "traces") or "auto"
+        if "each" in value:
+            ctx.error((*path, "traces"), "traces says how one run is read from several traces, but each reads "
+                                         "every record alone (each: trace, every trace); remove traces",
+                      key=True)  # fmt: skip
     if "record" in value:
         out["record"] = ctx.count(value["record"], (*path, "record"), "record (a 1-based line)", least=1)
     if "timeout" in value and ctx.check(value["timeout"], (int, float), (*path, "timeout"), "timeout must be seconds"):
@@ -71,7 +80,18 @@ def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path)
         out["messages"] = value["messages"]
     _picking_fields(value, path, ctx, out)
     bulk_fields(value, path, ctx, out)
+    if "error_when" in value:
+        _error_rule(value["error_when"], (*path, "error_when"), ctx, out)
     return out
+
+
+def _error_rule(value: Any, path: KeyPath, ctx: Ctx, out: dict[str, Any]) -> None:
+    """``error_when``: what a failed call's result matches (a value or inline matcher), compiled."""
+    if value is None:
+        ctx.error(path, "error_when is empty; give what a failed call's result matches, such as "
+                        "`error_when: {$regex: '^Error'}`")
+        return
+    out["error_when"] = ctx.compiled(value, path)
 
 
 def _picking_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, out: dict[str, Any]) -> None:
@@ -86,6 +106,10 @@ def _picking_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, out: dict[st
                                         f"is not one — remove {key}", key=True)  # fmt: skip
     if "capture" in value:
         out["capture"] = ctx.choice(value["capture"], CAPTURES, (*path, "capture"), "capture")
-        if out["capture"] is not None and out.get("format", "auto") not in ("auto", "otel"):
+        if out["capture"] == "otlp" and out.get("format", "auto") not in ("auto", "otel"):
             ctx.error((*path, "format"), "capture: otlp reads the OpenTelemetry spans the agent exports; format "
                                          f"must be auto or otel, found {out['format']}")  # fmt: skip
+        for key in ("format", "select"):
+            if out["capture"] == "wire" and key in value:
+                ctx.error((*path, key), f"capture: wire reads the run from the model traffic, whose API says its "
+                                        f"format; remove {key}", key=True)  # fmt: skip
