@@ -1,6 +1,7 @@
 """The ``trajrun`` command: parses the command line, calls the library, prints, sets the exit code.
 
-Each command imports the layers it needs when it runs, so ``trajrun --version`` starts in well under 150 ms.
+Each command imports the layers it needs when it runs, so a command pays the start-up time of only
+the layers it uses.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from . import __version__
 from .cli_run import run
 from .cli_shared import EXIT_INTERNAL, EXIT_USAGE, fail, folder, golden_root_option, parse_vars
 from .errors import TrajrunError, exception_line, exception_trace, inline
-from .sources.formats import FORMATS
+from .sources.formats import FORMATS, TRACE_RULES
 
 TRACEBACK_VAR = "TRAJRUN_TRACEBACK"
 _CLICK_FLOW = (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit)
@@ -53,7 +54,8 @@ class _Trajrun(click.Group):
 def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``show`` and ``record`` share."""
     func = click.option("-v", "--verbose", is_flag=True,
-                        help="When no format fits, say why for each; on an internal error, print the traceback.")(func)
+                        help="When no format fits, say why for each; on an internal error, print the traceback; "
+                             "with show, what the reader merged (spans of one call).")(func)
     func = click.option("--checkpoint", metavar="ID", help="LangGraph database: this checkpoint of the thread "
                                                            "(default: its latest).")(func)
     func = click.option("--thread", metavar="ID", help="LangGraph database (.sqlite, .db): the thread to read.")(func)
@@ -65,15 +67,15 @@ def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _load(source: str, fmt: str, select: str | None, record: int | None, verbose: bool,
-          picks: tuple[str | None, str | None] = (None, None)) -> Any:
+          picks: tuple[str | None, str | None] = (None, None), traces: str = "auto") -> Any:
     """The trajectory of a source file, or exit 2 with the reason (with ``verbose``, each format's too);
-    ``picks`` are ``--thread`` and ``--checkpoint``."""
+    ``picks`` are ``--thread`` and ``--checkpoint``, ``traces`` how several OpenTelemetry traces are read."""
     from .sources import load_trajectory  # deferred: start-up time
-    from .sources.documents import SHOW  # deferred: start-up time
+    from .sources.spelling import SHOW  # deferred: start-up time
 
     try:
         return load_trajectory(source, format=fmt, select=select, record=record, spelling=SHOW, thread=picks[0],
-                               checkpoint=picks[1])
+                               checkpoint=picks[1], traces=traces)
     except TrajrunError as exc:
         reasons = getattr(exc, "reasons", ()) if verbose else ()
         fail(str(exc), ("why each format does not fit:", *(f"  {reason}" for reason in reasons)) if reasons else ())
@@ -83,23 +85,65 @@ def _load(source: str, fmt: str, select: str | None, record: int | None, verbose
 
 @click.group(cls=_Trajrun, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trajrun")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Check how your agent works: tool-call trajectories against YAML suites."""
+    if ctx.invoked_subcommand in ("run", "validate"):
+        ctx.default_map = _project_defaults()
+
+
+def _project_defaults() -> dict[str, Any]:
+    """``[tool.trajrun]`` (or ``trajrun.toml``) as click's ``default_map``, so the command line
+    still wins; a bad key or value exits 2, naming each."""
+    from .cli_config import ConfigErrors, default_map, load_config  # deferred: start-up time
+
+    try:
+        return default_map(main, load_config(run))
+    except ConfigErrors as exc:
+        fail(exc.lines[0], tuple(f"trajrun: error: {line}" for line in exc.lines[1:]))
 
 
 main.add_command(run)
 
 
 @main.command()
+def config() -> None:
+    """Print each setting `trajrun run` takes from the project configuration, and its source."""
+    from .cli_config import ConfigErrors, effective, load_config  # deferred: start-up time
+    from .reports.text import not_a_command  # deferred: start-up time
+
+    try:
+        found = load_config(run)
+    except ConfigErrors as exc:
+        fail(exc.lines[0], tuple(f"trajrun: error: {line}" for line in exc.lines[1:]))
+    if found is None:
+        where = "none (no trajrun.toml, and no pyproject.toml with [tool.trajrun], here or above)"
+    else:
+        where = f"{found.shown} ([tool.trajrun])" if found.file.name == "pyproject.toml" else found.shown
+    rows = [("setting", "value", "from"), *effective(run, found)]
+    widths = [max(len(row[i]) for row in rows) for i in (0, 1)]
+    click.echo(not_a_command(f"configuration: {inline(where)}"))
+    for key, value, source in rows:
+        click.echo(not_a_command(inline(f"{key:<{widths[0]}}  {value:<{widths[1]}}  {source}")))
+
+
+@main.command()
 @_source_options
 @click.option("-o", "--output", type=click.Choice(["table", "yaml", "json"]), default="table", show_default=True)
+@click.option("--traces", type=click.Choice(TRACE_RULES), default="auto", show_default=True,
+              help="OpenTelemetry, several traces: auto reads fragments of one run as one and refuses whole runs; "
+                   "merge reads every trace as one run; one refuses several.")
 def show(source: str, fmt: str, select: str | None, record: int | None, verbose: bool, output: str,
-         thread: str | None, checkpoint: str | None) -> None:
+         thread: str | None, checkpoint: str | None, traces: str) -> None:
     """Print the trajectory extracted from SOURCE."""
     from .reports.show import render_json, render_table, render_yaml  # deferred: start-up time
+    from .reports.text import not_a_command  # deferred: start-up time
+    from .sources.otel_spans import MERGED  # deferred: start-up time
 
-    traj = _load(source, fmt, select, record, verbose, (thread, checkpoint))
+    traj = _load(source, fmt, select, record, verbose, (thread, checkpoint), traces)
     click.echo({"table": render_table, "yaml": render_yaml, "json": render_json}[output](traj))
+    for note in traj.notes if verbose else [note for note in traj.notes if MERGED in note]:
+        click.echo(not_a_command(f"note: {inline(note)}"), err=True)
 
 
 @main.command()
@@ -154,6 +198,41 @@ def report(results: str, html_file: str) -> None:
     click.echo(f"wrote {inline(html_file)}")
 
 
+@main.command()
+@click.argument("old", type=click.Path(dir_okay=False))
+@click.argument("new", type=click.Path(dir_okay=False))
+@click.option("--html", "html_file", type=click.Path(dir_okay=False),
+              help="Also write the diff as an HTML page here.")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write the diff as JSON here ('-': to stdout, the text then goes to stderr).")
+def diff(old: str, new: str, html_file: str | None, json_file: str | None) -> None:
+    """Compare two `trajrun run --json` reports: cases regressed, fixed, still failing, new,
+    removed, and score changes; exit status 1 when a case regressed."""
+    import json  # deferred: start-up time
+
+    from .files import atomic_write, check_target  # deferred: start-up time
+    from .reports import diff_views  # deferred: start-up time
+    from .reports.diff import load_pair, to_json  # deferred: start-up time
+    from .reports.text import json_safe  # deferred: start-up time
+
+    try:
+        for target in (html_file, json_file):
+            if target and target != "-":
+                check_target(target)
+        found = load_pair(old, new)
+        if html_file:
+            diff_views.write_html(found, html_file)
+        text = json_safe(json.dumps(to_json(found), indent=2)) + "\n"
+        if json_file and json_file != "-":
+            atomic_write(json_file, lambda handle: handle.writelines([text.encode("utf-8")]))
+    except TrajrunError as exc:
+        fail(str(exc))
+    click.echo("\n".join(diff_views.render_text(found)), err=json_file == "-")
+    if json_file == "-":
+        click.echo(text, nl=False)
+    sys.exit(found.exit_code())
+
+
 @main.group("import")
 def import_() -> None:
     """Write suite files from other tools' evaluation data (Google ADK eval sets, LangSmith datasets)."""
@@ -176,7 +255,8 @@ def _import_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @_import_options
 def import_adk(files: tuple[str, ...], **opts: Any) -> None:
-    """Import Google ADK eval sets (FILES: *.evalset.json, *.test.json): expected tool calls become strict steps."""
+    """Import Google ADK eval sets (FILES: *.evalset.json, *.test.json): expected tool calls become steps, checked
+    as the test_config.json beside them says (strict without one)."""
     from .importers.adk import import_adk as read_adk  # deferred: start-up time
 
     _import(lambda path, source, folder: read_adk(path, source, opts["select"], folder), files, opts)

@@ -43,11 +43,26 @@ class _Jobs(click.ParamType):
 @click.option("-k", "keyword", help="Select cases by a pytest-style expression over suite::case.")
 @click.option("-m", "marker", help="Select cases by a pytest-style expression over tags.")
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop after the first failing case.")
+@click.option("--lf", "--last-failed", "last_failed", is_flag=True,
+              help="Rerun only the cases that failed last time (all when none did).")
+@click.option("--ff", "--failed-first", "failed_first", is_flag=True,
+              help="Run the cases that failed last time first, then the others.")
+@click.option("--cache-clear", is_flag=True,
+              help="Empty .trajrun-cache/ (last failures, judge answers) first.")
+@click.option("--baseline", type=click.Path(dir_okay=False), metavar="FILE",
+              help="A `--json` report of an earlier run: mark each failure new or known.")
+@click.option("--fail-on", type=click.Choice(["new", "any"]), default="any", show_default=True,
+              help="Which failures fail the run: any, or only those --baseline does not know.")
+@click.option("--min-pass-rate", type=click.FloatRange(0, 1), metavar="RATE",
+              help="Exit 0 when this share (0 to 1) of the cases that ran passed.")
 @click.option("--shard", help="Run shard I of N (I/N), a stable split by case id.")
 @click.option("-j", "--jobs", type=_Jobs(), default="1", show_default=True,
               help="Worker processes, or 'auto' for one per core.")
 @click.option("--var", "variables", multiple=True, metavar="K=V", help="A template variable (repeatable).")
 @click.option("--update-golden", is_flag=True, help="Rewrite golden files that are missing or failed.")
+@click.option("--cassettes", type=click.Choice(["auto", "record", "replay", "off"]), default=None,
+              help="Live sources' cassettes: replay or else record (auto), record anew, replay only (no model is "
+                   "called), or ignore them [default: TRAJRUN_CASSETTES, else auto].")
 @golden_root_option
 @click.option("-v", "--verbose", count=True, help="One line per case.")
 @click.option("-q", "--quiet", is_flag=True, help="Only failures and the summary.")
@@ -61,11 +76,15 @@ class _Jobs(click.ParamType):
               help="Judge requests in flight at once (per worker process).")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="Where bulk cases (sources with each) run: this machine (-j N processes), or a Dask cluster.")
-@click.option("--scheduler", metavar="ADDRESS", help="--engine dask: a running scheduler (default: a LocalCluster here).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="--engine dask: a running scheduler "
+                   "[default: DASK_SCHEDULER_ADDRESS, else a LocalCluster here].")
 @click.option("--junit-each", type=click.Choice(["case", "record"]), default="case", show_default=True,
               help="One JUnit testcase per bulk case, or one per record of each bulk case.")
 @click.option("--records", "records_file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Write one JSON line per record of every bulk case here.")
+@click.option("--watch", is_flag=True, help="Rerun the suites a change affects (a suite, a file it reads, a golden "
+                                           "file) until Ctrl-C; needs trajrun[watch].")
 def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, junit_system_out: str,
         json_file: str | None, html_file: str | None, **opts: Any) -> None:
     """Run suites (default: suites/) and report."""
@@ -86,17 +105,26 @@ def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, ju
     except (ValueError, ExpressionError, TrajrunError) as exc:
         fail(str(exc))
     _tune_gc()
+    if opts["cassettes"] is not None:  # read by each case's live source, in this process and in -j workers
+        os.environ["TRAJRUN_CASSETTES"] = opts["cassettes"]
     spool = _records_spool(opts)
     options = RunOptions(opts["keyword"], opts["marker"], opts["exitfirst"], shard, _worker_count(opts["jobs"]),
                          parse_vars(opts["variables"]), opts["update_golden"], golden_root=folder(opts["golden_root"]),
                          judge=_judge_options(opts), bulk=_bulk_options(opts, spool),
-                         keep=_kept(junit_xml, junit_system_out, json_file or html_file))
+                         keep=_kept(junit_xml, junit_system_out, json_file or html_file),
+                         **_ci_options(paths, opts))
     console = sys.stderr if json_file == "-" else sys.stdout  # stdout carries the JSON report alone
     reporter = ConsoleReporter(console, verbosity=-1 if opts["quiet"] else opts["verbose"])
+    if opts["watch"]:
+        from .cli_watch import watch_run  # deferred: start-up time
+
+        watch_run(list(paths) or ["suites"], options, lambda: ConsoleReporter(console, verbosity=reporter.verbosity),
+                  console, {"--junit-xml": junit_xml, "--json": json_file, "--html": html_file})
     try:
         with _sigterm_interrupts():
             result = run_paths(list(paths) or ["suites"], options, reporter)
     except RunInterrupted as exc:
+        _remember(exc.result)
         _write_reports(exc.result, (junit_xml, junit_file_line, junit_system_out, opts["junit_each"]), json_file,
                        html_file)
         done = len(exc.result.cases)
@@ -105,9 +133,62 @@ def run(paths: tuple[str, ...], junit_xml: str | None, junit_file_line: bool, ju
         sys.exit(EXIT_INTERRUPTED)
     except TrajrunError as exc:
         fail(str(exc))
+    _remember(result)
     _write_reports(result, (junit_xml, junit_file_line, junit_system_out, opts["junit_each"]), json_file, html_file)
     _annotate(result, opts["annotations"], console)
     sys.exit(result.exit_code())
+
+
+def _ci_options(paths: tuple[str, ...], opts: dict[str, Any]) -> dict[str, Any]:
+    """``--baseline``, ``--fail-on``, ``--min-pass-rate``, ``--lf``, ``--ff`` and ``--cache-clear``
+    as run options; exits 2 on a baseline that cannot be read or ``--fail-on new`` without one."""
+    from .run.last_failed import LastFailed, rerun  # deferred: start-up time
+    from .run.plans import collect  # deferred: start-up time
+    from .run.results import Gates  # deferred: start-up time
+
+    if opts["fail_on"] == "new" and not opts["baseline"]:
+        fail("--fail-on new keeps only the failures a baseline does not know; add --baseline FILE "
+             "(a `trajrun run --json` report of an earlier run)")
+    baseline = opts["baseline"]
+    gates = Gates(baseline, _known(baseline), opts["fail_on"], opts["min_pass_rate"])
+    if opts["cache_clear"]:
+        for folder in {LastFailed().folder.resolve(), Path(opts["judge_cache"]).resolve()}:
+            LastFailed(folder).clear()
+    if not (opts["last_failed"] or opts["failed_first"]):
+        return {"gates": gates}
+    recorded = LastFailed().read()
+    if recorded is None:
+        click.echo(f"trajrun: note: {LastFailed().path} is not a record trajrun wrote; it is "
+                   "replaced after this run", err=True)
+    try:
+        files = collect(list(paths) or ["suites"])
+    except TrajrunError as exc:
+        fail(str(exc))
+    only, first = opts["last_failed"], opts["failed_first"]
+    chosen = rerun(recorded or frozenset(), files, Path.cwd(), only, first)
+    click.echo(f"trajrun: note: {'--lf' if only else '--ff'}: {chosen.note}", err=True)
+    return {"gates": gates, "rerun": chosen.only, "first": chosen.first}
+
+
+def _known(baseline: str | None) -> frozenset[tuple[str, str]]:
+    """The ``(suite, case)`` names that failed in the ``--baseline`` report; exits 2 when it cannot
+    be read."""
+    if baseline is None:
+        return frozenset()
+    from .reports.diff import failing_cases  # deferred: start-up time
+    from .reports.html import load_json  # deferred: start-up time
+
+    try:
+        return failing_cases(load_json(baseline))
+    except TrajrunError as exc:
+        fail(f"--baseline: {exc}")
+
+
+def _remember(result: Any) -> None:
+    """Record the run's failures in ``.trajrun-cache/`` for ``--lf`` and ``--ff``."""
+    from .run.last_failed import LastFailed  # deferred: start-up time
+
+    LastFailed().update(result, Path.cwd())
 
 
 def _bulk_options(opts: dict[str, Any], records: Path | None) -> Any:
@@ -122,7 +203,15 @@ def _bulk_options(opts: dict[str, Any], records: Path | None) -> Any:
         fail(INSTALL)
     if opts["scheduler"] and opts["engine"] != "dask":
         fail("--scheduler names a Dask scheduler; add --engine dask")
-    return BulkOptions(opts["engine"], opts["scheduler"], records)
+    return BulkOptions(opts["engine"], opts["scheduler"], records, notes=_note)
+
+
+def _note(text: str) -> None:
+    """A note of the bulk engine (the Dask dashboard's link, a worker lost) on stderr, at once."""
+    from .errors import inline  # deferred: start-up time
+    from .reports.text import not_a_command  # deferred: start-up time
+
+    click.echo(not_a_command(f"trajrun: {inline(text)}"), err=True)
 
 
 def _kept(junit_xml: str | None, system_out: str, full: str | None) -> frozenset[str] | None:
@@ -188,7 +277,7 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 def _tune_gc() -> None:
     """A run builds many small long-lived objects (suites, results): collect the young generation
-    far less often, which takes a quarter off large runs and costs no memory worth noting."""
+    far less often, which makes large runs markedly faster and costs no memory worth noting."""
     gc.set_threshold(100_000, 50, 100)
 
 

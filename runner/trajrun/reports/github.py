@@ -40,9 +40,17 @@ def annotations(run: RunResult, workspace: str | None = None) -> list[str]:
     lines = [_load_error(suite.file, error, root) for suite in run.suites for error in suite.load_errors]
     for case in run.cases:
         if case.outcome in PROBLEMS:
-            title = f"{case.suite} :: {case.name} {case.outcome}"
-            lines.append(_command(_relative(case.file, root), case.line, title, _case_text(case)))
+            title = f"{case.suite} :: {case.name} {_outcome(case)}"
+            # a known failure that --fail-on new lets pass: a warning
+            tolerated = case.baseline == "known" and run.gates.fail_on == "new"
+            lines.append(_command(_relative(case.file, root), case.line, title, _case_text(case),
+                                  "warning" if tolerated else "error"))
     return lines
+
+
+def _outcome(case: CaseResult) -> str:
+    """``failed``, or with ``--baseline`` ``failed (new failure)`` / ``failed (known failure)``."""
+    return f"{case.outcome} ({case.baseline} failure)" if case.baseline else case.outcome
 
 
 def summary(run: RunResult) -> str:
@@ -56,7 +64,8 @@ def summary(run: RunResult) -> str:
     if problems or loads:
         lines += ["", "| case | outcome | message |", "| --- | --- | --- |"]
         lines += [f"| <code>{_cell(file)}</code> | load error | {_cell(error)} |" for file, error in loads]
-        lines += [f"| {_cell(c.suite)} :: {_cell(c.name)} (<code>{_cell(c.file)}:{c.line}</code>) | {c.outcome} | "
+        lines += [f"| {_cell(c.suite)} :: {_cell(c.name)} (<code>{_cell(c.file)}:{c.line}</code>)"
+                  f" | {_outcome(c)} | "
                   f"{_cell(c.message)} |" for c in problems[:MAX_SUMMARY_ROWS]]  # fmt: skip
         if len(problems) > MAX_SUMMARY_ROWS:
             lines.append(f"| … | | {len(problems) - MAX_SUMMARY_ROWS} more; see the JUnit or HTML report |")
@@ -84,10 +93,11 @@ def _load_error(file: str, error: str, root: Path) -> str:
                     found["message"] if found else error)
 
 
-def _command(file: str, line: int, title: str, message: str) -> str:
-    """``::error file=F,line=L,title=T::message`` escaped as the workflow-command rules require."""
+def _command(file: str, line: int, title: str, message: str, level: str = "error") -> str:
+    """``::error file=F,line=L,title=T::message`` (or ``::warning``) escaped as the workflow-command
+    rules require."""
     props = f"file={_property(file)},line={max(line, 1)},title={_property(title)}"
-    return f"::error {props}::{_data(terminal_safe(message))}"
+    return f"::{level} {props}::{_data(terminal_safe(message))}"
 
 
 def _data(text: str) -> str:

@@ -18,7 +18,7 @@ from ..suites.model import SUITE_SUFFIXES, Case, Suite
 from .bulk import BulkOptions, BulkSession, is_bulk, pending_result
 from .execute import PendingCase, SourceCache, start_case
 from .judge import Judge, JudgeOptions
-from .results import CaseResult, SuiteResult, lean
+from .results import CaseResult, Gates, SuiteResult, lean
 from .selection import in_shard, keyword_matcher, marker_matcher
 
 JUDGE_AHEAD = 64
@@ -48,6 +48,12 @@ class RunOptions:
     """The outcomes whose results keep their trajectory and the steps and calls their steps check holds, which the
     reports asked for show (``None``: every outcome, for the JSON and HTML reports; JUnit's ``<system-out>`` shows
     some). The other results are ``lean``: a run holds its results, not its cases' runs (``prerun`` too)."""
+    gates: Gates = field(default_factory=Gates)
+    rerun: frozenset[str] | None = None
+    """``--lf``: only the cases with these ids run (a suite file's id: all its cases); ``None``: no
+    such selection."""
+    first: frozenset[str] = frozenset()
+    """``--ff``: the cases with these ids run first in their suite file."""
 
 
 @frozen
@@ -127,21 +133,27 @@ def unique_suite(item: Any, name: str, path: Path, names: dict[str, Path]) -> An
 
 
 def plan(suite: Suite, options: RunOptions, root: Path) -> tuple[Planned, int]:
-    """Select a suite's cases by ``-k``, ``-m`` and ``--shard``; returns the plan and the number left out."""
+    """Select a suite's cases by ``--lf``, ``-k``, ``-m`` and ``--shard`` (``--ff``: the last
+    failures first); returns the plan and the number left out."""
     keep = selector(options)
     prefix = suite_id(root, suite.path)  # resolving the paths once per file, not per case
     chosen = [(cid, case) for case in suite.cases if keep(suite.name, cid := f"{prefix}::{case.name}", case)]
+    if options.first:
+        chosen.sort(key=lambda item: item[0] not in options.first)
     return Planned(suite, tuple(chosen)), len(suite.cases) - len(chosen)
 
 
 def selector(options: RunOptions) -> Callable[[str, str, Case], bool]:
-    """Whether ``-k``, ``-m`` and ``--shard`` keep a case, given its suite's name and its id."""
+    """Whether ``--lf``, ``-k``, ``-m`` and ``--shard`` keep a case, given its suite's name and its
+    id."""
     keep_k = keyword_matcher(options.keyword) if options.keyword else None
     keep_m = marker_matcher(options.marker) if options.marker else None
-    shard = options.shard
+    shard, rerun = options.shard, options.rerun
 
     def keep(suite_name: str, cid: str, case: Case) -> bool:
-        """The three selections, cheapest first."""
+        """The selections, cheapest first."""
+        if rerun is not None and cid not in rerun and cid[: -len(case.name) - 2] not in rerun:
+            return False
         if keep_k and not keep_k(f"{suite_name}::{case.name}") and not keep_k(cid):
             return False
         if keep_m and not keep_m(case.tags):

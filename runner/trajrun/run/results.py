@@ -14,6 +14,8 @@ from ..trajectory import Trajectory, Usage
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 OUTCOME_ORDER: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+PROBLEMS: tuple[str, ...] = ("failed", "error", "xpassed")
+"""The outcomes that fail a run."""
 
 
 @frozen
@@ -40,6 +42,9 @@ class CaseResult:
     """How many tool calls the run made (``None``: no trajectory was read), and its token ``usage``: what the
     reports' totals need, kept when a lean result drops the trajectory."""
     usage: Usage | None = None
+    baseline: Literal["new", "known"] | None = None
+    """With ``--baseline``, for a failed, erred or xpassed case: ``known`` when it failed in the
+    baseline too, else ``new``; ``None`` for other cases and runs without a baseline."""
 
     def __post_init__(self) -> None:
         """Take ``tool_calls`` and ``usage`` from the trajectory when one is given without them."""
@@ -50,7 +55,8 @@ class CaseResult:
     @property
     def actual_yaml(self) -> str | None:
         """The actual steps one line per call, for JUnit's ``<system-out>``: built only when a report shows it
-        (by default for failing cases only; building it for every case cost a fifth of a 6,000-step run)."""
+        (by default for failing cases only: building it for every case was a large part of a
+        run)."""
         return None if self.trajectory is None else compact_steps(self.trajectory)
 
 
@@ -93,6 +99,25 @@ class SuiteResult:
 
 
 @frozen
+class Gates:
+    """What decides the exit status beside the outcomes: ``--baseline`` (its file and the
+    ``(suite, case)`` names that failed there), ``--fail-on new|any`` and ``--min-pass-rate``."""
+
+    baseline: str | None = None
+    known: frozenset[tuple[str, str]] = frozenset()
+    fail_on: Literal["new", "any"] = "any"
+    min_pass_rate: float | None = None
+
+    def mark(self, case: CaseResult) -> CaseResult:
+        """The case marked ``new`` or ``known`` when it is a problem and a baseline was given; else
+        as it is."""
+        if self.baseline is None or case.outcome not in PROBLEMS:
+            return case
+        known = (case.suite, case.name) in self.known
+        return dataclasses.replace(case, baseline="known" if known else "new")
+
+
+@frozen
 class RunResult:
     """A whole ``trajrun run``: suites in path order, and how many cases selection left out."""
 
@@ -103,6 +128,7 @@ class RunResult:
     nothing_found: str | None = None
     sharded: bool = False
     not_run: int = 0
+    gates: Gates = field(default_factory=Gates)
 
     @property
     def cases(self) -> list[CaseResult]:
@@ -121,16 +147,38 @@ class RunResult:
         """How many cases had their ``judge:`` check skipped by ``--no-judge`` (never counted as passes)."""
         return sum(1 for c in self.cases if c.evaluation and c.evaluation.judge and c.evaluation.judge.skipped)
 
+    @property
+    def pass_rate(self) -> float | None:
+        """The share of the cases that ran (skipped ones left out) that did not fail, err or xpass;
+        ``None`` when none ran."""
+        ran = [c for c in self.cases if c.outcome != "skipped"]
+        if not ran:
+            return None
+        return sum(1 for c in ran if c.outcome not in PROBLEMS) / len(ran)
+
+    def failing(self) -> list[CaseResult]:
+        """The failed, erred and xpassed cases that fail the run: all of them, or with ``--fail-on
+        new`` the new ones."""
+        every = self.gates.fail_on == "any"
+        return [c for c in self.cases if c.outcome in PROBLEMS and (every or c.baseline != "known")]
+
+    def rate_holds(self) -> bool:
+        """Whether ``--min-pass-rate`` was given and the pass rate reaches it (the failures then
+        pass the run)."""
+        least, rate = self.gates.min_pass_rate, self.pass_rate
+        return least is not None and rate is not None and rate >= least - 1e-9  # 19/20 reaches 0.95
+
     def exit_code(self) -> int:
-        """2 load or usage error, 1 a case failed/erred/xpassed, 5 nothing collected, 0 otherwise.
+        """2 load or usage error, 1 a case failed/erred/xpassed, 5 nothing collected, 0 otherwise;
+        ``--fail-on new`` leaves known failures out, and ``--min-pass-rate`` lets failures pass when
+        enough cases did.
 
         An empty ``--shard`` exits 0: a CI matrix may have more shards than the suites have cases.
         """
         if self.usage_error or any(s.load_errors for s in self.suites):
             return 2
-        counts = self.counts()
-        if counts["failed"] or counts["error"] or counts["xpassed"]:
-            return 1
+        if self.failing():
+            return 0 if self.rate_holds() else 1
         if not self.cases:
             return 0 if self.sharded and self.deselected else 5
         return 0
@@ -157,6 +205,4 @@ class RunResult:
             parts.append(f"{self.not_run} not run (stopped at the first failure)")
         if self.sharded and not self.cases and self.deselected:
             parts.insert(0, "no cases in this shard")
-        if self.nothing_found:
-            return f"{self.nothing_found} in {self.duration:.2f}s"
         return f"{', '.join(parts) or 'no cases ran'} in {self.duration:.2f}s"

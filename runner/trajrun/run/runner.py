@@ -18,10 +18,11 @@ from .bulk import PENDING, BulkSession
 from .cores import worker_limit
 from .execute import SourceCache
 from .judge import Judge
+from .last_failed import failed_first
 from .plans import (Planned, Progress, RunOptions, case_results, collect, load_one, nothing_found, pipeline, plan, stops,
                     suite_result, unique_suite)
 from .prerun import LoadInterrupted, prerun
-from .results import CaseResult, RunResult, SuiteResult
+from .results import CaseResult, Gates, RunResult, SuiteResult
 
 __all__ = ["RunInterrupted", "RunOptions", "Reporter", "run_paths", "run_suite"]
 
@@ -55,7 +56,7 @@ def run_paths(paths: Sequence[str | Path], options: RunOptions | None = None, re
     options = options or RunOptions()
     started = time.perf_counter()
     root = options.root or Path.cwd()
-    files = collect(paths)
+    files = failed_first(collect(paths), options.first, root)
     progress, parallel, interrupted = Progress(), min(options.jobs, worker_limit()) > 1, False
     bulk = BulkSession(options.bulk, min(options.jobs, worker_limit()), reporter)
     try:
@@ -71,9 +72,10 @@ def run_paths(paths: Sequence[str | Path], options: RunOptions | None = None, re
     finally:
         bulk.close()
     suites = _replay(progress.suites, options.exitfirst, reporter) if parallel else progress.suites
-    result = RunResult(tuple(suites), time.perf_counter() - started, progress.deselected,
-                       nothing_found=None if files else nothing_found(paths), sharded=options.shard is not None,
-                       not_run=progress.selected - sum(len(s.cases) for s in suites) if options.exitfirst else 0)
+    not_run = progress.selected - sum(len(s.cases) for s in suites) if options.exitfirst else 0
+    result = RunResult(tuple(_marked(suites, options.gates)), time.perf_counter() - started,
+                       progress.deselected, nothing_found=None if files else nothing_found(paths),
+                       sharded=options.shard is not None, not_run=not_run, gates=options.gates)
     if reporter:
         reporter.finish(result)
     if interrupted:
@@ -173,6 +175,13 @@ def _run_pending_bulk(suites: list[SuiteResult], options: RunOptions, bulk: Bulk
         cases = tuple(bulk.run(by_name[c.name], loaded, c.case_id)  # type: ignore[arg-type]
                       if c.check_type == PENDING and c.name in by_name else c for c in suite.cases)
         suites[n] = dataclasses.replace(suite, cases=cases)
+
+
+def _marked(suites: list[SuiteResult], gates: Gates) -> list[SuiteResult]:
+    """With ``--baseline``, each failed, erred or xpassed case marked ``new`` or ``known``."""
+    if gates.baseline is None:
+        return suites
+    return [dataclasses.replace(s, cases=tuple(map(gates.mark, s.cases))) for s in suites]
 
 
 def _replay(suites: list[SuiteResult], exitfirst: bool, reporter: Reporter | None) -> list[SuiteResult]:
