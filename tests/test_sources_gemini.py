@@ -90,5 +90,6 @@ def test_evalset_with_several_cases_asks_for_a_select() -> None:
         read_trajectory(json.loads(json.dumps(evalset)), "gemini", origin="sets.json")
     assert str(info.value) == (
         "sets.json: expected a gemini document, found a mapping with keys eval_set_id, eval_cases, "
-        "creation_timestamp: an eval set with 2 cases; select one case; check the format, or use format: auto"
+        "creation_timestamp: an eval set with 2 cases; select one case (the first is at eval_cases[0]); check the "
+        "format, or use format: auto"
     )

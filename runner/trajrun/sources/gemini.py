@@ -2,6 +2,8 @@
 
 Everything is first flattened to ``(content, usage)`` pairs in history order, then read one way:
 a ``model`` content is a turn, ``functionCall`` parts are calls, ``functionResponse`` parts results.
+ADK's two older eval-set layouts are first put in the ``EvalSet`` shape (:func:`legacy_cases`), which the ADK
+importer shares.
 """
 
 from __future__ import annotations
@@ -39,13 +41,65 @@ def refuses_list(items: list[Any]) -> bool:
         return True
     content = head.get("content")
     event = isinstance(content, dict) and isinstance(content.get("parts"), list)
-    return not (isinstance(head.get("parts"), list) or event or "author" in head)
+    legacy = "query" in head or isinstance(head.get("data"), list)
+    return not (isinstance(head.get("parts"), list) or event or "author" in head or legacy)
+
+
+def legacy_cases(doc: Any) -> list[dict[str, Any]] | None:
+    """ADK's two older eval-set layouts as ``EvalSet`` cases, None when ``doc`` is neither. A ``*.test.json`` list of
+    ``{query, expected_tool_use, reference}`` is one case with no ``eval_id`` (ADK names it after the file); a list
+    of ``{name, data, initial_session}``, ``data`` being such a list, is one case per item."""
+    if _is_queries(doc) and doc:
+        return [{"conversation": [_old_invocation(item) for item in doc]}]
+    if isinstance(doc, list) and doc and all(_is_old_case(item) for item in doc):
+        return [_old_case(item) for item in doc]
+    return None
+
+
+def _is_queries(items: Any) -> bool:
+    """Whether ``items`` is a list of ``{query, …}`` maps (the older layouts' invocations)."""
+    return isinstance(items, list) and all(isinstance(item, dict) and "query" in item for item in items)
+
+
+def _is_old_case(item: Any) -> bool:
+    """Whether ``item`` is a ``{name, data, initial_session}`` case of the oldest layout."""
+    return isinstance(item, dict) and _is_queries(item.get("data"))
+
+
+def _old_case(item: dict[str, Any]) -> dict[str, Any]:
+    """One ``{name, data, initial_session}`` case as an eval case, as ADK converts it (the state, app and user of
+    ``initial_session`` become ``session_input``)."""
+    case: dict[str, Any] = {"eval_id": item.get("name"), "conversation": [_old_invocation(i) for i in item["data"]]}
+    session = item.get("initial_session")
+    if isinstance(session, dict) and session:
+        case["session_input"] = session
+    return case
+
+
+def _old_invocation(item: dict[str, Any]) -> dict[str, Any]:
+    """One ``{query, expected_tool_use: [{tool_name, tool_input}], reference}`` item as an invocation."""
+    uses = [{"name": u.get("tool_name"), "args": u.get("tool_input")} for u in _seq(item.get("expected_tool_use"))
+            if isinstance(u, dict)]
+    query, reference = item.get("query"), item.get("reference")
+    invocation: dict[str, Any] = {"intermediate_data": {
+        "tool_uses": uses, "intermediate_responses": _seq(item.get("expected_intermediate_agent_responses"))}}
+    if isinstance(query, str):
+        invocation["user_content"] = {"role": "user", "parts": [{"text": query}]}
+    if isinstance(reference, str) and reference:
+        invocation["final_response"] = {"role": "model", "parts": [{"text": reference}]}
+    return invocation
+
+
+def _seq(value: Any) -> list[Any]:
+    """``value`` when it is a list, else no items."""
+    return value if isinstance(value, list) else []
 
 
 def _entries(doc: Any) -> Iterator[_Entry]:
     """The ``(content, raw usage)`` pairs of any supported Gemini or ADK shape."""
     if isinstance(doc, list):
-        return _items(doc)
+        cases = legacy_cases(doc)
+        return _items(doc) if cases is None else _one_case(cases, "[0]")
     if not isinstance(doc, dict):
         raise NotThisFormat("not a list or a mapping")
     for key in ("contents", "events"):
@@ -55,14 +109,21 @@ def _entries(doc: Any) -> Iterator[_Entry]:
         return _response(doc)
     cases = _get(doc, "eval_cases", "evalCases")
     if isinstance(cases, list):
-        if len(cases) != 1:
-            raise NotThisFormat(f"an eval set with {len(cases)} cases; select one case")
-        return _conversation(cases[0].get("conversation") if isinstance(cases[0], dict) else None)
+        return _one_case(cases, f"{'eval_cases' if isinstance(doc.get('eval_cases'), list) else 'evalCases'}[0]")
     if isinstance(doc.get("conversation"), list):
         return _conversation(doc["conversation"])
+    if _is_old_case(doc):
+        return _conversation(_old_case(doc)["conversation"])
     if isinstance(doc.get("parts"), list) or isinstance(doc.get("content"), dict):
         return _items([doc])
     raise NotThisFormat("no 'contents', 'events', 'candidates' or 'parts'")
+
+
+def _one_case(cases: list[Any], first: str) -> Iterator[_Entry]:
+    """The conversation of an eval set's only case; ``first`` is where its first case is, for the error."""
+    if len(cases) != 1:
+        raise NotThisFormat(f"an eval set with {len(cases)} cases; select one case (the first is at {first})")
+    return _conversation(cases[0].get("conversation") if isinstance(cases[0], dict) else None)
 
 
 def _items(items: list[Any]) -> Iterator[_Entry]:
@@ -103,7 +164,10 @@ def _conversation(invocations: Any) -> Iterator[_Entry]:
 
 
 def _intermediate(data: dict[str, Any]) -> Iterator[_Entry]:
-    """Intermediate events (new shape) or legacy ``tool_uses``; returns usage left for the final response."""
+    """Intermediate events (new shape) or legacy ``tool_uses``; returns usage left for the final response.
+
+    An event's calls are one turn (one model response asked for them together). ``tool_uses`` records no such
+    grouping, and ADK's EXACT match compares their order, so each is a turn of its own."""
     pending = None
     for event in _list(data, "invocationEvents", "invocation_events"):
         if not isinstance(event, dict):
@@ -113,9 +177,8 @@ def _intermediate(data: dict[str, Any]) -> Iterator[_Entry]:
             yield event["content"], usage
         elif usage is not None:
             pending = usage
-    uses = _list(data, "toolUses", "tool_uses")
-    if uses:
-        yield {"role": "model", "parts": [{"functionCall": use} for use in uses]}, None
+    for use in _list(data, "toolUses", "tool_uses"):
+        yield {"role": "model", "parts": [{"functionCall": use}]}, None
     responses = _list(data, "toolResponses", "tool_responses")
     if responses:
         yield {"role": "user", "parts": [{"functionResponse": r} for r in responses]}, None
