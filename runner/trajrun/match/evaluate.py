@@ -12,9 +12,10 @@ import functools
 
 from ..errors import CheckError
 from ..trajectory import Trajectory
-from .checks import Check, checks_for
+from .checks import COUNTING_CHECKS, Check, checks_for
 from .compatibility import Candidates
 from .expectation import ORDERED_MODES, UNSET, Expectation
+from .failed import unflagged, without_failed
 from .pairing import by_name, max_size, pair
 from .steps_report import StepsReport, build_report
 from .verdict import CheckFailure, Evaluation
@@ -30,19 +31,26 @@ def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
     ``verdict_only`` (a bulk case keeps each record's outcome, checks, message and score alone): a steps check
     that passes on tool names alone reports its mode, verdict and score, not its pairs and unpaired calls.
     ``checks``: ``checks_for(expect)``, for a caller evaluating one expectation on many runs.
+    With ``failed_calls: ignore``, steps and ``COUNTING_CHECKS`` see the run without failed calls.
     """
     failures: list[CheckFailure] = []
     errors: list[str] = []
     report: StepsReport | None = None
+    counted = traj
+    if expect.failed_calls == "ignore":
+        counted = without_failed(traj)
+        if (problem := unflagged(traj)) is not None:
+            errors.append(problem)
     if expect.steps is not None:
         try:
-            report, failure = check_steps(expect, traj, shortcuts=shortcuts, verdict_only=verdict_only)
+            report, failure = check_steps(expect, counted, shortcuts=shortcuts,
+                                          verdict_only=verdict_only)
         except CheckError as exc:
             errors.append(f"steps: {exc}")
         else:
             failures.extend([failure] if failure else [])
     for check in checks_for(expect) if checks is None else checks:
-        failures.extend(check(expect, traj, errors))
+        failures.extend(check(expect, counted if check in COUNTING_CHECKS else traj, errors))
     return Evaluation(tuple(failures), tuple(errors), report.score if report else None, report)
 
 
@@ -98,7 +106,8 @@ def _require_recorded(expect: Expectation, traj: Trajectory) -> None:
     if with_error and not traj.records_errors:
         raise CheckError(
             f"step {with_error[0]} ({steps[with_error[0]].name}) expects `error`, but format '{traj.format}' "
-            "records no per-call error flag; remove `error` from the step"
+            "records no per-call error flag; remove `error` from the step, or mark failed calls "
+            "with the source's error_when (such as `error_when: {$regex: '^Error'}`)"
         )
 
 

@@ -168,10 +168,14 @@ class Expectation:
     judge: JudgeSpec | None = None
     latency: Mapping[str, float] = field(default_factory=dict)
     """Upper bounds in milliseconds: per tool on each of its calls, and on the whole run under ``TOTAL``."""
+    failed_calls: str = "count"
+    """``ignore`` leaves calls marked as errors out of steps, calls, never and budget."""
 
     @property
     def reads_call_details(self) -> bool:
         """Whether a check looks at calls' arguments, results or error flags: only a step with ``args``, ``result``
-        or ``error`` does. A bulk case whose checks do not reads records without decoding or pairing them."""
-        return any(step.args is not ANY_ARGS or step.result is not UNSET or step.error is not None
-                   for step in self.steps or ())
+        or ``error`` does, and ``failed_calls: ignore``. A bulk case whose checks do not reads
+        records without decoding or pairing them."""
+        return self.failed_calls == "ignore" or any(
+            step.args is not ANY_ARGS or step.result is not UNSET or step.error is not None
+            for step in self.steps or ())

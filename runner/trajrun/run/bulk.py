@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import SuiteErrors, TrajrunError
 from ..frozen import frozen
-from ..match.expectation import Expectation
+from ..match.expectation import UNSET, Expectation
 from ..match.verdict import CheckFailure, Evaluation
 from ..suites.golden import load_golden
 from ..suites.model import Case, Suite
@@ -92,7 +92,7 @@ class BulkSession:
         assert source is not None and source.each is not None
         try:
             spec = BulkSpec(_expectation(case), source.each, source.format, source.select, source.id,
-                            keep_all=self.options.records is not None)
+                            keep_all=self.options.records is not None, error_when=source.error_when)
             files = files_of(source.url or str(source.file))
             parts = partitions(files, source.each, self._workers(), self.options.split)
             sink = self._sink()
@@ -202,7 +202,8 @@ def evaluate_bulk(case: Case | Expectation, documents: Any, *, format: str | Non
     expect = _expectation(case) if isinstance(case, Case) else case
     spec = BulkSpec(expect, "record", format or (source.format if source else "auto"),
                     select if select is not None else (source.select if source else None),
-                    id if id is not None else (source.id if source else None))
+                    id if id is not None else (source.id if source else None),
+                    error_when=source.error_when if source else UNSET)
     rate = pass_rate if pass_rate is not None else (case.pass_rate if isinstance(case, Case) else 1.0)
     aggregate = Aggregate("")
     if hasattr(documents, "map_partitions") and hasattr(documents, "to_delayed"):

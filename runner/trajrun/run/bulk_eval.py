@@ -20,7 +20,8 @@ from ..errors import TrajrunError
 from ..frozen import frozen
 from ..match.checks import Check, checks_for
 from ..match.evaluate import evaluate
-from ..match.expectation import Expectation
+from ..match.expectation import UNSET, Expectation
+from ..match.failed import mark_errors
 from ..match.quick import QuickPass, quick_pass
 from ..sources import read_trajectory
 from ..sources.records import Partition, PartitionReader, Record, compile_path
@@ -41,6 +42,8 @@ class BulkSpec:
     select: str | None = None
     id: str | None = None
     keep_all: bool = False
+    error_when: Any = UNSET
+    """The source's ``error_when``: what a failed call's result matches (``match.failed``)."""
 
 
 Emit = Callable[[list[RecordResult], int], None]
@@ -108,8 +111,9 @@ class _Plan:
     def of(cls, spec: BulkSpec) -> _Plan:
         """The plan of ``spec``."""
         quick, score = quick_pass(spec.expect) or (None, None)
-        return cls(compile_path(spec.select), compile_path(spec.id), spec.expect.reads_call_details,
-                   checks_for(spec.expect), quick, score)
+        details = spec.expect.reads_call_details or spec.error_when is not UNSET
+        return cls(compile_path(spec.select), compile_path(spec.id), details, checks_for(spec.expect),
+                   quick, score)
 
 
 def _verdict(spec: BulkSpec, record: Record, plan: _Plan) -> tuple[RecordResult, list[str]]:
@@ -120,6 +124,8 @@ def _verdict(spec: BulkSpec, record: Record, plan: _Plan) -> tuple[RecordResult,
     try:
         doc = plan.select(record.doc) if plan.select is not None else record.doc
         run = read_trajectory(doc, spec.format, origin="", details=plan.details)
+        if spec.error_when is not UNSET:
+            run = mark_errors(run, spec.error_when)
         if plan.quick is not None and plan.quick(run):  # most records
             return RecordResult(record.key, rid, "passed", (), "passed", plan.score), []
         evaluation = evaluate(spec.expect, run, verdict_only=True, checks=plan.checks)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import kind
 from ..match.expectation import ARGS_MODES, MODES, ORDERED_MODES, UNSET, Expectation, JudgeSpec
+from ..match.failed import FAILED_CALLS, FAILED_CALLS_MEANINGS
 from ..sources.extras import requirement_problem
 from ..yaml_core import Path as KeyPath
 from .bulk_keys import check_bulk_case
@@ -27,6 +28,8 @@ from .source_keys import parse_source
 
 ASSERTING = ("steps", "golden", "never", "before", "calls", "budget", "nodes", "answer", "judge", "latency")
 JUDGE_KEYS = ("rubric", "reference", "threshold", "model")
+COUNTING_KEYS = ("steps", "golden", "calls", "never", "budget")
+"""The checks ``failed_calls: ignore`` leaves failed calls out of."""
 
 
 class CaseBuilder:
@@ -89,7 +92,19 @@ class CaseBuilder:
             threshold=threshold,
             judge=self._judge(),
             latency=parse_latency(case["latency"], ("latency",), ctx) if "latency" in case else {},
+            failed_calls=self._failed_calls(),
         )
+
+    def _failed_calls(self) -> str:
+        """``failed_calls``: ``count`` (the default) or ``ignore``, which needs a check counting
+        calls."""
+        meanings = FAILED_CALLS_MEANINGS
+        rule = self._choice("failed_calls", FAILED_CALLS, meanings, "failed_calls") or "count"
+        if rule == "ignore" and not any(key in self.case for key in COUNTING_KEYS):
+            self.ctx.error(("failed_calls",), "failed_calls: ignore leaves failed calls out of "
+                                              "steps, golden, calls, never and budget, but this "
+                                              "case has none of them; remove it", key=True)
+        return rule
 
     def _judge(self) -> JudgeSpec | None:
         """``judge:``: a rubric, and optionally reference, threshold and model."""
@@ -132,7 +147,7 @@ class CaseBuilder:
                 return
 
     def _choice(self, key: str, choices: tuple[str, ...], meanings: dict[str, str], what: str) -> str | None:
-        """A key whose value is one of fixed names (``mode``, ``args_mode``)."""
+        """A key whose value is one of fixed names (``mode``, ``args_mode``, ``failed_calls``)."""
         return named_rule(self.case[key], choices, meanings, (key,), self.ctx, what) if key in self.case else None
 
     def _share(self, key: str, default: float | None) -> float | None:

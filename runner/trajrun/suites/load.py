@@ -30,7 +30,7 @@ __all__ = ["load_suite", "open_suite", "case_problems", "schema_text"]
 TOP_KEYS = ("suite", "description", "tags", "vars", "defaults", "judge_defaults", "cases")
 CASE_KEYS = ("name", "source", "mode", "args_mode", "tools", "steps", "golden", "never", "before", "calls",
              "budget", "nodes", "answer", "judge", "threshold", "repeat", "pass_rate", "parametrize", "tags", "skip",
-             "xfail", "requires", "latency")
+             "xfail", "requires", "latency", "failed_calls")
 JUDGE_DEFAULT_KEYS = ("model", "base_url", "api_key", "api_key_env", "timeout", "retries", "temperature")
 _NOT_RENDERED = ("source", "messages")
 MAX_SUITE_CASES = 100_000
