@@ -145,8 +145,9 @@ def test_jaeger_several_traces_name_the_select_that_picks_one(tmp_path: Path) ->
         load_trajectory(path)
     assert str(info.value) == (
         f"{path}: the document holds 2 traces (7f3c1e9a0b2d4c6e8a1f3b5d7c9e0a24, "
-        "0123456789abcdef0123456789abcdef) and a run is one trace; pick one with select: "
-        f'"{select}"'
+        "0123456789abcdef0123456789abcdef), and trace 7f3c1e9a0b2d4c6e8a1f3b5d7c9e0a24 is a whole run (its root "
+        f"span 'POST /' is no model or tool call); pick one with select: \"{select}\", check each with each: trace, "
+        "or read them as one run with traces: merge"
     )
     assert _calls(load_trajectory(path, select=select)) == JAEGER_CALLS
     assert [(trace, len(spans)) for trace, spans in trace_groups(doc)] == [
@@ -335,7 +336,7 @@ def test_js_spans_of_several_traces(tmp_path: Path) -> None:
     select = "$[?(@.spanContext.traceId == '9b2e4f6a8c0d1e3f5a7b9c1d3e5f7a0b')]"
     with pytest.raises(SourceError) as info:
         load_trajectory(path)
-    assert str(info.value).endswith(f'and a run is one trace; pick one with select: "{select}"')
+    assert f'pick one with select: "{select}", check each with each: trace' in str(info.value)
     assert load_trajectory(path, select=select).usage == Usage(301, 51)
 
 

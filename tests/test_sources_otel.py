@@ -105,13 +105,19 @@ def test_openinference_flat_spans_give_the_requested_calls() -> None:
     assert (t.turns, t.usage, t.answer) == (2, Usage(204, 65), ANSWER)
 
 
-def test_openinference_otlp_holds_two_traces() -> None:
-    """Each ChatCompletion span of the sample is its own trace: the error names both and the select for one."""
+def test_openinference_otlp_of_two_fragment_traces_is_one_run() -> None:
+    """Each ChatCompletion span of the sample is its own trace, and no span wraps them: fragments of one run, read
+    as the flat list of the same spans is, with a note; ``traces: one`` refuses them, naming the select for one."""
+    t, flat = load_trajectory(OPENINFERENCE), load_trajectory(OPENINFERENCE_FLAT)
+    assert (t.calls, t.turns, t.usage, t.answer) == (flat.calls, flat.turns, flat.usage, flat.answer)
+    assert (_calls(t), t.turns, t.usage) == (CALLS, 2, Usage(204, 65))
+    assert t.notes == (f"2 traces read as one run, in time order ({', '.join(OI_TRACES)}): no trace has an agent "
+                       "or chain span over its calls",)  # fmt: skip
     with pytest.raises(SourceError) as info:
-        load_trajectory(OPENINFERENCE)
+        load_trajectory(OPENINFERENCE, traces="one")
     assert str(info.value) == (
-        f"{OPENINFERENCE}: the document holds 2 traces ({', '.join(OI_TRACES)}) and a run is one trace; pick one "
-        f"with select: \"$..[?(@.traceId == '{OI_TRACES[0]}')]\""
+        f"{OPENINFERENCE}: the document holds 2 traces ({', '.join(OI_TRACES)}) and traces: one reads a run from one "
+        f"trace; pick one with select: \"$..[?(@.traceId == '{OI_TRACES[0]}')]\""
     )
 
 
@@ -180,7 +186,16 @@ def test_two_traces_in_one_document(tmp_path: Path) -> None:
         for span in scope["spans"]:
             span["traceId"] = "cd" * 16
     doc = {"resourceSpans": load_document(GENAI)["resourceSpans"] + other["resourceSpans"]}
-    assert "holds 2 traces (712f593bef4ac0168837501eb8e85e7f, cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd)" in _error(doc)
+    assert _error(doc) == (
+        "trace.json: the document holds 2 traces (712f593bef4ac0168837501eb8e85e7f, cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd), "
+        "and trace 712f593bef4ac0168837501eb8e85e7f is a whole run (its root span 'invoke_agent file_agent' is no "
+        "model or tool call); pick one with select: \"$..[?(@.traceId == '712f593bef4ac0168837501eb8e85e7f')]\", "
+        "check each with each: trace, or read them as one run with traces: merge"
+    )
+    merged = read_trajectory(doc, traces="merge")
+    assert [c.name for c in merged.calls] == ["delete_file", "delete_file", "create_file", "create_file"]
+    assert merged.notes[0] == ("2 traces read as one run, in time order (712f593bef4ac0168837501eb8e85e7f, "
+                               "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd): as traces: merge asks")  # fmt: skip
     path = tmp_path / "two.json"
     path.write_text(json.dumps(doc))
     picked = load_trajectory(path, select="$..[?(@.traceId == 'cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd')]")

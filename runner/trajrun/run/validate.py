@@ -55,7 +55,8 @@ def _case_problems(case: Case, read: dict[tuple[Any, ...], str | None]) -> list[
         return problems
     if case.requires and unmet(case.requires):
         return problems
-    key = (source.file, source.format, source.select, source.record, source.thread, source.checkpoint)
+    key = (source.file, source.format, source.select, source.record, source.thread, source.checkpoint,
+           source.traces)
     if key not in read:
         read[key] = _problem(source)
     if read[key]:
@@ -67,7 +68,7 @@ def _problem(source: Source) -> str | None:
     """Why a file source cannot be read, or None when it reads."""
     try:
         load_trajectory(source.file, format=source.format, select=source.select, record=source.record,  # type: ignore[arg-type]
-                        thread=source.thread, checkpoint=source.checkpoint)
+                        thread=source.thread, checkpoint=source.checkpoint, traces=source.traces)
     except SourceError as exc:
         return str(exc)
     except Exception as exc:  # noqa: BLE001 - a reader's bug is this source's problem, not the end of validate

@@ -4,6 +4,9 @@ JSONL records are physical lines, numbered from 1: ``record: N`` reads line N an
 huge file is never held in memory; a blank line there is an error. Without ``record`` a JSONL
 file is the list of its non-blank lines.
 
+A file read for a trajectory (``shared``) is decoded once while it stays unchanged, whatever the
+``select`` applied to it, within ``DECODED_KEPT_BYTES`` and ``DECODED_KEPT_FILES``.
+
 Sources are untrusted input, so reading them is bounded:
 
 - ``TRAJRUN_MAX_SOURCE_BYTES`` (default 1 GiB, 1073741824) caps what one source holds in memory,
@@ -30,17 +33,20 @@ import json
 import operator
 import os
 import re
+import threading
+import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from ..errors import SourceError
-from ..frozen import frozen
 from ..limits import MAX_SOURCE_BYTES_VAR, compile_regex, max_source_bytes, regex_search, regex_timeout, timeout_message
 from ..yaml_core import YamlProblem, int_digits_limit, load_data
 from .builder import describe
 from .checkpoints import SUFFIXES, load_database
+from .spelling import SUITE, Spelling
 from .streams import CHUNK
 
 _JSON_HINT = "check the file is valid JSON (a trailing comma or a missing quote is the usual cause)"
@@ -59,34 +65,14 @@ class _TooLarge(Exception):
         self.line = line
 
 
-@frozen
-class Spelling:
-    """How a source's options are written where its errors are read: a suite's keys, or ``trajrun show``'s flags."""
-
-    flags: bool
-
-    def name(self, option: str) -> str:
-        """``'select:'`` in a suite, ``--select`` on the command line."""
-        return f"--{option}" if self.flags else f"'{option}:'"
-
-    def given(self, option: str, value: str) -> str:
-        """``select: '$[0]'`` in a suite, ``--select '$[0]'`` on the command line."""
-        return f"--{option} {value}" if self.flags else f"{option}: {value}"
-
-    @property
-    def folder(self) -> str:
-        """What a relative path is read against."""
-        return "the current folder" if self.flags else "the suite's folder"
-
-
-SUITE = Spelling(flags=False)
-SHOW = Spelling(flags=True)
-
-
 def load_document(path: str | Path, *, select: str | None = None, record: int | None = None,
-                  spelling: Spelling = SUITE, thread: str | None = None, checkpoint: str | None = None) -> Any:
+                  spelling: Spelling = SUITE, thread: str | None = None, checkpoint: str | None = None,
+                  shared: bool = False) -> Any:
     """Read a source file (``record`` picks one JSONL line first; ``thread`` and ``checkpoint`` one checkpoint of a
-    LangGraph database), then apply ``select``; errors spell the options as the user wrote them (``spelling``)."""
+    LangGraph database), then apply ``select``; errors spell the options as the user wrote them (``spelling``).
+
+    ``shared``: the caller never changes the document, so a whole file is decoded once and kept (see
+    ``DECODED_KEPT_BYTES``) for the next read of it, whatever its ``select``."""
     path = Path(path)
     origin = str(path)
     kind, zipped = document_kind(path)
@@ -103,18 +89,85 @@ def load_document(path: str | Path, *, select: str | None = None, record: int | 
     if not path.is_file():
         raise SourceError("file not found; expected a .json, .jsonl or .yaml file — check the path "
                           f"(relative paths resolve against {spelling.folder})", origin)  # fmt: skip
-    limit = max_source_bytes()
     try:
-        with _binary(path, zipped) as stream:
-            if record is None and not zipped and os.fstat(stream.fileno()).st_size > limit:
-                raise _TooLarge(limit)  # refused unread
-            doc = _read(iter(functools.partial(stream.read, CHUNK), b""), kind, record, origin, limit)
+        if shared and record is None:
+            doc = _shared(path, kind, zipped, origin)
+        else:
+            doc = _decode(path, kind, zipped, record, origin)[0]
     except _TooLarge as exc:
         raise SourceError(_too_large(exc, zipped), origin) from None
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise SourceError(f"cannot read the file: {exc}; expected {'gzip-compressed ' if zipped else ''}"
                           "UTF-8 text", origin) from None  # fmt: skip
     return doc if select is None else apply_select(doc, select, origin, spelling)
+
+
+def _decode(path: Path, kind: str, zipped: bool, record: int | None,
+            origin: str) -> tuple[Any, tuple[int, ...], int]:
+    """The file's document (or record), the stamp of the file read and the bytes of text decoded."""
+    limit = max_source_bytes()
+    with _binary(path, zipped) as stream:
+        stat = os.fstat(stream.fileno())
+        if record is None and not zipped and stat.st_size > limit:
+            raise _TooLarge(limit)  # refused unread
+        doc = _read(iter(functools.partial(stream.read, CHUNK), b""), kind, record, origin, limit)
+        return doc, _stamp(stat), stream.tell()
+
+
+DECODED_KEPT_BYTES = 64 << 20
+"""Decoded files stay cached while their text totals at most this many bytes (the one decoded last stays whatever
+its size, until another is decoded), and ``DECODED_KEPT_FILES`` of them at most."""
+DECODED_KEPT_FILES = 256
+SETTLED_NS = 2_000_000_000
+"""A file modified less than this long before it was read is not kept: file systems record modification times
+in steps (up to 2 s), so a change made in the same step would leave its stamp as it was."""
+
+
+class _Decoded(NamedTuple):
+    """A decoded file: what it was when read (``_stamp``), its document, the bytes of its text."""
+
+    stamp: tuple[int, ...]
+    doc: Any
+    size: int
+
+
+_DECODED: OrderedDict[str, _Decoded] = OrderedDict()  # by absolute path, least recently used first
+_DECODED_LOCK = threading.Lock()
+
+
+def _stamp(stat: os.stat_result) -> tuple[int, ...]:
+    """What tells a file from its earlier self: device, inode, modification time and size."""
+    return stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
+def _shared(path: Path, kind: str, zipped: bool, origin: str) -> Any:
+    """The whole file's document, decoded once while the file stays as it was (same modification time, size and
+    inode): 200 cases selecting 200 runs out of one file parse it once. A file changed within ``SETTLED_NS`` of
+    being read is decoded on each read."""
+    key = os.path.abspath(path)
+    stamp = _stamp(os.stat(path))
+    with _DECODED_LOCK:
+        hit = _DECODED.get(key)
+        if hit is not None and hit.stamp == stamp and hit.size <= max_source_bytes():
+            _DECODED.move_to_end(key)
+            return hit.doc
+        _DECODED.pop(key, None)
+        _forget_beyond(DECODED_KEPT_BYTES, DECODED_KEPT_FILES - 1)  # room for this one, before it is decoded
+    started = time.time_ns()
+    doc, stamp, size = _decode(path, kind, zipped, None, origin)
+    if stamp[2] > started - SETTLED_NS:
+        return doc
+    with _DECODED_LOCK:
+        _DECODED[key] = _Decoded(stamp, doc, size)
+        _forget_beyond(None, DECODED_KEPT_FILES)
+    return doc
+
+
+def _forget_beyond(size: int | None, files: int) -> None:
+    """Drop the files used longest ago until at most ``files`` and ``size`` bytes of text (None: any) are kept."""
+    total = sum(entry.size for entry in _DECODED.values())
+    while _DECODED and (len(_DECODED) > files or (size is not None and total > size)):
+        total -= _DECODED.popitem(last=False)[1].size
 
 
 def _too_large(exc: _TooLarge, zipped: bool) -> str:

@@ -77,6 +77,22 @@ def _unpack(item: Any, i: int) -> tuple[str, dict[str, Any]]:
     return kind, data
 
 
+def tool_message(value: Any) -> tuple[Any, Any, bool] | None:
+    """A ``ToolMessage`` serialised any of the three ways (the flat ``model_dump`` only with its ``tool_call_id``):
+    its content, call id and whether its status is ``error``; None for any other value."""
+    if not isinstance(value, dict):
+        return None
+    if not isinstance(value.get("data"), dict) and value.get("lc") != 1 and "tool_call_id" not in value:
+        return None  # a tool's own {"type": "tool", ...} output is no message
+    try:
+        kind, data = _unpack(value, 0)
+    except NotThisFormat:
+        return None
+    if kind != "tool" or "content" not in data:
+        return None
+    return data["content"], data.get("tool_call_id"), data.get("status") == "error"
+
+
 def _ai(builder: Builder, data: dict[str, Any]) -> None:
     """One AI message: a turn with its usage, text and every call it records, each id once."""
     content = data.get("content")

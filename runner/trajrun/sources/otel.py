@@ -11,10 +11,14 @@ trace, its spans) and OTel JS ``ReadableSpan`` lists (see ``otel_layouts``). A s
 base64; spans are put in start-time order (parents first on ties), or parents before children and
 siblings in file order when times are missing.
 
-**One trace.** A document holding several traces is refused with their ids and the ``select``
-that picks one (``$..[?(@.traceId == '…')]``, which keeps that trace's spans): the Collector
-writes every run of a service to one file, and silently merging runs would mix them. Spans
-without a trace id count as one trace.
+**One run** (``otel_spans.one_run``). A document holding several traces, one of which is a whole
+run (a root span that is no model or tool call: an agent's, a chain's, a request's), is refused
+with their ids and the ``select`` that picks one (``$..[?(@.traceId == '…')]``): the Collector
+writes every run of a service to one file, and silently merging runs would mix them. Traces whose
+roots are all model or tool calls (an agent not wrapped in a span, each call starting its own
+trace) are fragments of one run, read as one in time order, with a note saying so. The source's
+``traces`` forces either: ``merge`` reads every trace as one run, ``one`` refuses several. Spans
+without a trace id belong to no trace.
 
 **Calls** are the tool-execution spans (``gen_ai.operation.name: execute_tool``, or OpenInference
 ``TOOL``) in start-time order, except ADK's ``execute_tool (merged)`` summary of parallel calls. A
@@ -43,6 +47,9 @@ captured; otherwise they are the string :data:`NOT_CAPTURED`. A raw string is wh
 holds for arguments that cannot be read, so a step with arguments fails showing that string instead
 of comparing against a made-up ``{}``; a bare name step still matches. Results recorded as JSON text
 (``gen_ai.tool.call.result``, ``output.value``) are decoded; a tool span's error flag is its status.
+A result that is a LangChain ``ToolMessage`` as OpenInference serialises it (``{"output": …}``,
+``{type: tool, data: {content, …}}``, ``dumpd``'s constructor, ``model_dump``) is its content, its
+``status: error`` an error; the whole message stays in the span, and a note counts them.
 """
 
 from __future__ import annotations
@@ -54,9 +61,10 @@ from typing import Any, NamedTuple
 
 from ..trajectory import Trajectory, Usage
 from .builder import Builder, decode_args, make_usage
+from .langchain import tool_message
 from .otel_calls import one_call_each
 # refuses is not used here: detection asks every reader module for its own (otel's lives with the span parsing)
-from .otel_spans import NotOneRun, Span, first, no_run, refuses, spans_of, wall_ms  # noqa: F401
+from .otel_spans import NotOneRun, Span, first, no_run, one_run, refuses, spans_of, wall_ms  # noqa: F401
 
 FORMAT = "otel"
 NOT_CAPTURED = "<not captured>"
@@ -64,6 +72,8 @@ NOT_CAPTURED = "<not captured>"
 
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
+_STEP_KINDS = frozenset({"RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR", "PROMPT"})
+"""OpenInference kinds of a step of a run, which a trace of its own is a fragment of (as LLM and TOOL are)."""
 _ASSISTANT = frozenset({"assistant", "model"})
 _TOOL_CALL_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
 _MERGED = "(merged tools)"  # google-adk's extra span for parallel calls: its children are already counted
@@ -107,11 +117,15 @@ class _Execution(NamedTuple):
     has_result: bool
     error: bool
     duration_ms: float | None
+    unwrapped: bool = False
+    """The result is the content of a serialised LangChain ``ToolMessage``."""
 
 
-def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
-    """Read one trace's GenAI or OpenInference spans into a run, each model or tool call once."""
+def read(doc: Any, *, auto: bool = False, details: bool = True, traces: str = "auto") -> Trajectory:
+    """Read a trace's GenAI or OpenInference spans into a run, each model or tool call once; several traces
+    as ``traces`` (``formats.TRACE_RULES``) says."""
     spans = spans_of(doc)
+    merged = one_run(spans, doc, traces, _whole_run)
     kinds = {span.index: _kind(span) for span in spans}
     calls = one_call_each(spans, kinds, _tool_key)
     steps: list[_Turn | _Execution] = []
@@ -128,10 +142,26 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     executed = any(isinstance(step, _Execution) for step in steps)
     run = _from_executions(steps, details) if executed else \
         _from_requests([s for s in steps if isinstance(s, _Turn)], details)
-    return dataclasses.replace(run, wall_ms=wall_ms(spans), notes=tuple(calls.notes))
+    unwrapped = sum(isinstance(step, _Execution) and step.unwrapped for step in steps)
+    notes = [*([merged] if merged else []), *calls.notes, *([_unwrapped_note(unwrapped)] if unwrapped else [])]
+    return dataclasses.replace(run, wall_ms=wall_ms(spans), notes=tuple(notes))
+
+
+def _unwrapped_note(count: int) -> str:
+    """The note on results read from serialised LangChain ``ToolMessage`` objects."""
+    which = "1 tool result is" if count == 1 else f"{count} tool results are"
+    return (f"{which} the content of a LangChain ToolMessage serialised in the tool span (output.value), "
+            "which keeps the whole message")
 
 
 # Span kinds
+
+
+def _whole_run(span: Span) -> bool:
+    """Whether a root span makes its trace a run of its own: it is no model, tool or other step's span."""
+    kind = _kind(span)
+    step = kind in ("llm", "tool", "merged") or span.oi_kind in _STEP_KINDS
+    return not step and span.attrs.get("gen_ai.operation.name") != "embeddings"
 
 
 def _kind(span: Span) -> str | None:
@@ -345,10 +375,14 @@ def _execution(span: Span) -> _Execution:
     args = first(attrs, "gen_ai.tool.call.arguments", "tool_call.function.arguments", "input.value",
                   "gcp.vertex.agent.tool_call_args")  # fmt: skip
     raw = first(attrs, "gen_ai.tool.call.result", "output.value", "gcp.vertex.agent.tool_response")
-    result, message_id, message_error = _tool_message(_structured(raw))
+    value = _structured(raw)
+    value = value["output"] if _only_output(value) else value
+    message = tool_message(value)
+    if message is None:
+        return _Execution(name, args, call_id, value, raw is not None, span.failed, span.duration_ms)
+    result, message_id, message_error = message
     call_id = call_id if call_id is not None else _id(message_id)
-    return _Execution(name, args, call_id, result, raw is not None, span.failed or message_error,
-                      span.duration_ms)  # fmt: skip
+    return _Execution(name, args, call_id, result, True, span.failed or message_error, span.duration_ms, True)
 
 
 def _one_execution(runs: list[_Execution]) -> _Execution:
@@ -360,7 +394,7 @@ def _one_execution(runs: list[_Execution]) -> _Execution:
     args = next((run.args for run in runs if run.args is not None), None)
     call_id = next((run.call_id for run in runs if run.call_id is not None), None)
     return _Execution(outer.name, args, call_id, recorded.result, recorded.has_result,
-                      any(run.error for run in runs), outer.duration_ms)  # fmt: skip
+                      any(run.error for run in runs), outer.duration_ms, recorded.unwrapped)  # fmt: skip
 
 
 def _id(value: Any) -> Any:
@@ -368,13 +402,9 @@ def _id(value: Any) -> Any:
     return None if isinstance(value, (list, dict)) else value
 
 
-def _tool_message(value: Any) -> tuple[Any, Any, bool]:
-    """A LangChain ToolMessage that OpenInference serialized as a tool's output: its content, call id, error status."""
-    if isinstance(value, dict) and list(value) == ["output"]:
-        value = value["output"]
-    if isinstance(value, dict) and value.get("type") == "tool" and "tool_call_id" in value:
-        return value.get("content"), value["tool_call_id"], value.get("status") == "error"
-    return value, None, False
+def _only_output(value: Any) -> bool:
+    """``{"output": …}``: how OpenInference's LangChain instrumentation records a tool's return value."""
+    return isinstance(value, dict) and list(value) == ["output"]
 
 
 # Building the run

@@ -3,8 +3,8 @@ Phoenix span lists, Jaeger's JSON and JS ``ReadableSpan`` lists (``otel_layouts`
 OTLP), one trace.
 
 Normalises every shape the ``otel`` reader accepts into ``Span`` objects (attributes flattened,
-ids as lowercase hex, start times in nanoseconds), in start-time order, and refuses a document
-holding several traces.
+ids as lowercase hex, start times in nanoseconds), in start-time order, and decides whether the
+traces of a document are one run (``one_run``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -32,6 +33,8 @@ _EXPORT_KEYS = ("resourceSpans", "resource_spans", "batches")  # batches: Grafan
 _SCOPE_KEYS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")  # the last: OTLP < 0.15
 _WRAPPERS = ("trace", "result")  # Tempo's /api/v2/traces and Jaeger's /api/v3/traces wrap an export
 _SELECT = "$..[?(@.{key} == '{id}')]"
+MERGED = " traces read as one run"
+"""What the note on a run read from several traces says (after their number)."""
 
 
 class NotOneRun(Exception):
@@ -304,17 +307,34 @@ def _preorder(spans: list[Span]) -> list[Span]:
     return out + [span for span in spans if span.index not in seen]  # a cycle of parents: file order
 
 
-def _check_one_trace(spans: list[Span], select: str) -> None:
-    """Refuse several traces, naming them and the ``select`` that picks one (``select`` with
-    ``{key}`` and ``{id}`` to fill in)."""
-    traces = {span.trace_id: span.trace_ref for span in spans if span.trace_id is not None}
-    if len(traces) < 2:
-        return
-    refs = list(traces.values())
+def one_run(spans: list[Span], doc: Any, traces: str, whole: Callable[[Span], bool]) -> str | None:
+    """Check that the spans are one run, as ``traces`` (one of ``formats.TRACE_RULES``) says; the note on the run when
+    several traces were read as one. ``whole`` says whether a trace's root span makes the trace a run of its own
+    (an agent's or a chain's span): traces none of whose roots is one are fragments of a run."""
+    ids = {span.trace_id: span.trace_ref for span in spans if span.trace_id is not None}
+    if len(ids) < 2:
+        return None
+    refs = list(ids.values())
     shown = ", ".join(raw for _, raw in refs[:5]) + (", …" if len(refs) > 5 else "")
     key, raw = refs[0]
-    raise NotOneRun(f"the document holds {len(refs)} traces ({shown}) and a run is one trace; pick one with "
-                    f"select: \"{select.format(key=key, id=raw)}\"")  # fmt: skip
+    select = _select(doc).format(key=key, id=raw)
+    if traces == "one":
+        raise NotOneRun(f"the document holds {len(refs)} traces ({shown}) and traces: one reads a run from one "
+                        f"trace; pick one with select: \"{select}\"")  # fmt: skip
+    root = None if traces == "merge" else _whole_root(spans, whole)
+    if root is None:
+        why = "as traces: merge asks" if traces == "merge" else "no trace has an agent or chain span over its calls"
+        return f"{len(refs)}{MERGED}, in time order ({shown}): {why}"
+    raise NotOneRun(f"the document holds {len(refs)} traces ({shown}), and trace {root.trace_ref[1]} is a whole run "
+                    f"(its root span {root.name!r} is no model or tool call); pick one with select: \"{select}\", "
+                    "check each with each: trace, or read them as one run with traces: merge")  # fmt: skip
+
+
+def _whole_root(spans: list[Span], whole: Callable[[Span], bool]) -> Span | None:
+    """The first root span of a trace (no parent in the document) that makes the trace a run of its own, if any."""
+    known = {span.span_id for span in spans if span.span_id is not None}
+    roots = (span for span in spans if span.trace_id is not None and span.parent_id not in known)
+    return next((span for span in roots if whole(span)), None)
 
 
 def _select(doc: Any) -> str:
@@ -343,10 +363,8 @@ def no_run(spans: list[Span]) -> str:
 
 
 def spans_of(doc: Any) -> list[Span]:
-    """The spans of a document holding one trace, in start-time order; raises ``NotOneRun`` for several."""
-    spans = _ordered([_span(raw, i) for i, raw in enumerate(_raw_spans(doc))])
-    _check_one_trace(spans, _select(doc))
-    return spans
+    """The spans of a document, every trace's, in start-time order (``one_run`` says whether they are one run)."""
+    return _ordered([_span(raw, i) for i, raw in enumerate(_raw_spans(doc))])
 
 
 def trace_groups(doc: Any) -> list[tuple[str, list[dict[str, Any]]]]:
