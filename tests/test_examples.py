@@ -144,9 +144,9 @@ def test_examples_show_diff_table(failing_run: subprocess.CompletedProcess[str])
 @pytest.mark.parametrize(
     "expected",
     [
-        "steps (1 args differ)",
+        "steps (1 arg differs)",
         "$.query: expected 'llama 3.1 context window', got 'mistral large 2 context window'",
-        "2 checks failed: steps (1 missing, 2 unexpected, 1 args differ), never (refund_all)",
+        "2 checks failed: steps (1 missing, 2 unexpected, 1 arg differs), never (refund_all)",
         "no call of issue_refund",
         "budget (calls 4 > 3, turns 5 > 4, tokens 15372 > 8000)",
         "file not found",

@@ -265,7 +265,7 @@ def test_diff_table_and_nearest_fields() -> None:
     assert header == ["#", "expected", "actual", "verdict"]
     assert "args differ" in detail and "UNEXPECTED" in detail
     assert "  $.query: expected 'weather in Paris', got 'weather in Lyon'" in detail.splitlines()
-    assert ev.failures[0].summary == "1 unexpected, 1 args differ"
+    assert ev.failures[0].summary == "1 unexpected, 1 arg differs"
 
 
 def test_in_order_table_puts_a_missing_step_where_the_run_should_have_made_it() -> None:

@@ -189,8 +189,8 @@ def test_arguments_nested_too_deep_are_a_case_error_in_run_validate_and_bulk(tmp
     cases = {case.name: case for case in result.suites[0].cases}
     error = f"source: {tmp_path / 'deep.json'}: {DEEP.format(path='a.a.a.a.a.a')}"
     assert (cases["deep"].outcome, cases["deep"].message) == ("error", error)
-    assert (cases["limit"].outcome, cases["limit"].message) == ("failed", "1 check failed: steps (1 args differ)")
-    assert cases["limit results"].message == "1 check failed: steps (1 results differ)"
+    assert (cases["limit"].outcome, cases["limit"].message) == ("failed", "1 check failed: steps (1 arg differs)")
+    assert cases["limit results"].message == "1 check failed: steps (1 result differs)"
     bulk = cases["bulk"].bulk
     assert bulk is not None and (bulk.passed, bulk.error) == (1, 1)
     assert [(line.record, line.message) for line in bulk.worst] == [

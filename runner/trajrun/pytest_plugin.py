@@ -25,6 +25,10 @@ The ini option ``trajrun_collect`` (default true) turns collection off; ``--traj
 (repeatable) sets template variables as ``trajrun run --var`` does, ``--trajrun-golden-root DIR``
 allows golden files under DIR as ``trajrun run --golden-root`` does, and ``--trajrun-no-judge`` skips
 ``judge:`` checks as ``trajrun run --no-judge`` does.
+
+Under ``--junitxml`` a case's ``<testcase>`` is named as ``trajrun run --junit-xml`` names it
+(``classname`` the suite's name, ``name`` the case's; a suite file that cannot be loaded is its file
+name and ``(load)``), and errors name files by their path from the working folder, as the CLI does.
 """
 
 from __future__ import annotations
@@ -37,6 +41,12 @@ import pytest
 
 from .errors import SuiteErrors
 from .suites.model import SUITE_SUFFIXES
+
+_JUNIT_XML: pytest.StashKey[Any] | None
+try:
+    from _pytest.junitxml import xml_key as _JUNIT_XML
+except ImportError:  # a pytest that moved it: testcases keep the names pytest gives them
+    _JUNIT_XML = None
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
@@ -51,6 +61,9 @@ _VARIABLES = pytest.StashKey[dict[str, Any]]()
 _CACHE = pytest.StashKey["SourceCache"]()
 _JUDGE = pytest.StashKey["Judge"]()
 _MARKERS = pytest.StashKey[set[str]]()
+TESTCASE = "trajrun_testcase"
+"""The report attribute holding a case's suite and case names for its JUnit ``<testcase>``
+(pytest-xdist carries a report's attributes from its workers)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -89,6 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Parse ``--trajrun-var`` once, so a bad value is a usage error before collection starts."""
     config.stash[_VARIABLES] = _parse_vars(config.getoption("trajrun_vars") or [])
     config.stash[_MARKERS] = set()
+    config.pluginmanager.register(JunitNames(config), "trajrun-junit-names")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -140,13 +154,20 @@ class SuiteFile(pytest.File):
         from .reports.text import not_a_command  # deferred: the plugin loads in every pytest session
         from .suites.load import load_suite  # deferred: the plugin loads in every pytest session
 
-        try:
-            suite = load_suite(self.path, self.config.stash.get(_VARIABLES, {}),
+        try:  # loaded from its path as the CLI shows it, so its errors name the file the same way
+            suite = load_suite(self._shown_path(), self.config.stash.get(_VARIABLES, {}),
                                self.config.getoption("trajrun_golden_root"))
         except SuiteErrors as exc:
             raise self.CollectError(not_a_command("\n".join(inline(str(e)) for e in exc.errors))) from None
         for case in suite.cases:  # a name is one line of pytest's output, as of trajrun's
             yield CaseItem.from_parent(self, name=not_a_command(inline(case.name)), suite=suite, case=case)
+
+    def _shown_path(self) -> Path:
+        """The suite file's path from the folder pytest was started in, as ``trajrun run`` run there
+        names it (the whole path when the file is outside that folder)."""
+        from .run.plans import suite_id  # deferred: the plugin loads in every pytest session
+
+        return Path(suite_id(self.config.invocation_params.dir, self.path))
 
 
 class CaseProblem(pytest.fail.Exception):
@@ -154,7 +175,7 @@ class CaseProblem(pytest.fail.Exception):
 
     It carries the result, from which the report is built; pytest never shows it as a traceback. It is a
     ``pytest.fail`` without a Python trace because pytest formats a setup error's traceback before our report
-    replaces it: with the trace, ~0.15 s a case spent parsing the source of every frame.
+    replaces it: with the trace, every case paid for parsing the source of every frame.
     """
 
     def __init__(self, result: CaseResult) -> None:
@@ -171,7 +192,60 @@ def pytest_runtest_makereport(
     excinfo = call.excinfo
     if call.when == "setup" and isinstance(item, CaseItem) and excinfo and isinstance(excinfo.value, CaseProblem):
         report.longrepr = item.repr_failure(excinfo)
+    if isinstance(item, CaseItem):
+        setattr(report, TESTCASE, [item.suite.name, item.case.name])
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A suite file that cannot be loaded is named in JUnit as by the CLI: file name, ``(load)``."""
+    report = yield
+    if isinstance(collector, SuiteFile) and report.failed:
+        from .reports.junit import LOAD_CASE  # deferred: loads in every pytest session
+
+        setattr(report, TESTCASE, [collector.path.name, LOAD_CASE])
+    return report
+
+
+class JunitNames:
+    """Under ``--junitxml``: a case's ``<testcase>`` gets the ``classname`` and ``name`` that
+    ``trajrun run --junit-xml`` gives it (``reports.junit.testcase_names``), not those pytest
+    derives from the node id (``suites.x.suite.yaml``), so a case keeps its CI history whichever
+    runs it; ``--junitprefix`` still leads.
+
+    pytest's junitxml keeps the attributes set on a testcase's reporter over its own (as for
+    ``record_xml_attribute``); these hooks run before junitxml's, on the controller under xdist.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Name a case's testcase before junitxml writes it."""
+        self._name(report)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Name a suite file's load-error testcase before junitxml writes it."""
+        self._name(report)
+
+    def _name(self, report: pytest.TestReport | pytest.CollectReport) -> None:
+        """Set the testcase's names from the report's ``TESTCASE``, when junitxml is writing."""
+        names = getattr(report, TESTCASE, None)
+        xml = self.config.stash.get(_JUNIT_XML, None) if _JUNIT_XML is not None else None
+        if not names or xml is None:
+            return
+        from .reports.junit import testcase_names  # deferred: loads in every pytest session
+
+        classname, name = testcase_names(*names)
+        reporter = xml.node_reporter(report)
+        prefix = f"{xml.prefix}." if xml.prefix else ""
+        reporter.add_attribute("classname", prefix + classname)
+        reporter.add_attribute("name", name)
 
 
 def case_report(result: CaseResult) -> str:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import compress
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import CheckError, inline
 from ..trajectory import Trajectory
 from .expectation import TOTAL, UNSET, CountBound, Expectation
-from .values import Matcher, compare_value, render_value
+from .values import Matcher, compare_value, contains_hint, parting, render_value
 from .verdict import CheckFailure
 
 Check = Callable[[Expectation, Trajectory, list[str]], list[CheckFailure]]
+ANSWER_WIDTH = 200
 
 
 def check_never(expect: Expectation, traj: Trajectory, errors: list[str]) -> list[CheckFailure]:
@@ -224,11 +225,25 @@ def check_answer(expect: Expectation, traj: Trajectory, errors: list[str]) -> li
         return []
     if ok:
         return []
-    wanted = expect.answer.describe() if isinstance(expect.answer, Matcher) else render_value(expect.answer, 200)
-    detail = f"expected: {wanted}\nactual:   {render_value(traj.answer, 200)}"
-    return [CheckFailure("answer", "answer differs", detail)]
+    return [CheckFailure("answer", "answer differs", _answer_detail(expect.answer, traj.answer))]
 
 
+def _answer_detail(expected: Any, answer: str) -> str:
+    """Expected and actual answer, long texts from where they part, and the ``$contains`` hint."""
+    parted = parting(expected, answer, ANSWER_WIDTH)
+    if parted is None:
+        matcher = isinstance(expected, Matcher)
+        wanted = expected.describe() if matcher else render_value(expected, ANSWER_WIDTH)
+        lines = [f"expected: {wanted}", f"actual:   {render_value(answer, ANSWER_WIDTH)}"]
+    else:
+        shown_exp, shown_act, where = parted
+        lines = [f"expected: {shown_exp}", f"actual:   {shown_act}", *([f"({where})"] if where else [])]
+    hint = contains_hint(expected, answer)
+    return "\n".join(lines + ([f"({hint})"] if hint else []))
+
+
+COUNTING_CHECKS: tuple[Check, ...] = (check_never, check_calls, check_budget)
+"""The checks beside steps that ``failed_calls: ignore`` runs on the run without failed calls."""
 OTHER_CHECKS: tuple[Check, ...] = (check_never, check_before, check_calls, check_budget, check_latency, check_nodes,
                                    check_answer)
 

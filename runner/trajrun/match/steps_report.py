@@ -2,13 +2,14 @@
 
 Plain text, no colour (the console adds it). Rows follow the actual run's order; a step with no
 call sits after the steps before it (in ordered modes, before the call paired with the step after
-it); argument maps are compact JSON cut at about 60 chars.
+it); argument maps are compact JSON cut at about 60 chars (more on a wide terminal: ``cell_width``).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import sys
 from bisect import bisect_left, insort
 from dataclasses import field
 from itertools import accumulate, filterfalse
@@ -22,18 +23,27 @@ from .compatibility import Candidates
 from .expectation import ANY_ARGS, UNSET, Expectation, Step
 from .matchers import result_as_compared
 from .pairing import Pairs
-from .values import MISSING, Diff, Matcher, compare_value, render_value
+from .values import MISSING, Diff, Matcher, compare_value, contains_hint, parting, render_value
 
 MAX_NEAREST = 20
 MAX_SCAN = 50
 MAX_ROWS = 100
 MAX_DIFFS = 10
+ARGS_WIDTH = 60
+"""Where the table cuts an argument map (with ``…``) off a terminal, or on one of 80 columns or
+less."""
+SHOW_WIDTH = 60
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 Row = tuple[int | None, int | None, str]
 
 @frozen
 class Nearest:
-    """The closest actual call to an unmatched expected step, and how it differs."""
+    """The closest actual call to an unmatched expected step, and how it differs.
+
+    ``note`` says why there is no such call, why a call that matches is not paired with the step,
+    or, beside ``diffs``, how to accept the call (``args_mode is exact; args_mode: superset allows
+    extra keys``).
+    """
 
     step: int
     call: int | None
@@ -98,15 +108,32 @@ def _unpaired(count: int, paired: set[int]) -> tuple[int, ...]:
     return tuple(filterfalse(paired.__contains__, range(count)))
 
 
-def step_label(step: Step) -> str:
-    """``search {"query":"weather in Paris"}``; a step with any arguments is its bare name (names escaped by
-    ``inline``, as every suite's or source's string in the report's text)."""
-    return inline(step.name) if step.args is ANY_ARGS else f"{inline(step.name)} {render_value(step.args)}"
+def step_label(step: Step, width: int = ARGS_WIDTH) -> str:
+    """``search {"query":"weather in Paris"}``, the arguments cut past ``width``; a step with any
+    arguments is its bare name (names escaped by ``inline``, as every suite's or source's string in
+    the report's text)."""
+    if step.args is ANY_ARGS:
+        return inline(step.name)
+    return f"{inline(step.name)} {render_value(step.args, width)}"
 
 
-def call_label(call: ToolCall) -> str:
-    """``search {"query":"weather in Lyon"}``."""
-    return f"{inline(call.name)} {render_value(call.args)}"
+def call_label(call: ToolCall, width: int = ARGS_WIDTH) -> str:
+    """``search {"query":"weather in Lyon"}``, the arguments cut past ``width``."""
+    return f"{inline(call.name)} {render_value(call.args, width)}"
+
+
+def cell_width() -> int:
+    """Where the table cuts an argument map: ``ARGS_WIDTH``, or on a terminal wider than 80 columns
+    its width less 20 (``COLUMNS`` first, as ``shutil.get_terminal_size`` reads it), so a wide
+    terminal shows long arguments whole. Off a terminal (CI logs, report files, pytest's captured
+    output) the table is the same everywhere.
+    """
+    import shutil  # deferred: start-up time (shutil loads bz2 and lzma), and only a failure's table needs it
+
+    isatty = getattr(sys.stdout, "isatty", None)
+    if not (isatty and isatty()):
+        return ARGS_WIDTH
+    return max(ARGS_WIDTH, shutil.get_terminal_size((80, 24)).columns - 20)
 
 
 def step_diffs(cand: Candidates, index: int, call: ToolCall) -> list[str]:
@@ -134,9 +161,30 @@ def step_diffs(cand: Candidates, index: int, call: ToolCall) -> list[str]:
 
 
 def _diff_line(root: str, diff: Diff) -> str:
-    """One ``path: expected X, got Y`` line."""
+    """One ``path: expected X, got Y`` line; long strings from where they part (``parting``)."""
     path, expected, actual = diff
-    return f"{json_path(root, path)}: expected {_show(expected)}, got {_show(actual)}"
+    parted = parting(expected, actual, SHOW_WIDTH, repr)
+    if parted is None:
+        return f"{json_path(root, path)}: expected {_show(expected)}, got {_show(actual)}"
+    shown_exp, shown_act, where = parted
+    line = f"{json_path(root, path)}: expected {shown_exp}, got {shown_act}"
+    return f"{line} ({where})" if where else line
+
+
+def step_hints(cand: Candidates, index: int, call: ToolCall) -> list[str]:
+    """How to accept a call that differs from its step where a setting would: extra argument keys
+    the argument rule refuses, a result that contains the expected one."""
+    step, rule = cand.steps[index], cand.rules[index]
+    hints = []
+    refuses_extra = rule.mode in ("exact", "subset") and not rule.compare and not rule.only_fields
+    if step.args is not ANY_ARGS and refuses_extra:
+        diffs: list[Diff] = []
+        args_match(step.args, call.args, rule, diffs)
+        if diffs and all(expected is MISSING for _, expected, _ in diffs):
+            hints.append(f"args_mode is {rule.mode}; args_mode: superset allows extra keys")
+    if step.result is not UNSET and call.has_result:
+        hints.append(contains_hint(step.result, result_as_compared(step.result, call.result)))
+    return [hint for hint in hints if hint]
 
 
 def json_path(root: str, path: tuple[Any, ...]) -> str:
@@ -155,7 +203,7 @@ def _show(value: Any) -> str:
     if isinstance(value, Matcher):
         return value.describe()
     if isinstance(value, str):
-        return repr(value) if len(value) <= 60 else repr(value[:59]) + "…"
+        return repr(value) if len(value) <= SHOW_WIDTH else repr(value[: SHOW_WIDTH - 1]) + "…"
     return "absent" if value is MISSING else render_value(value)
 
 
@@ -174,8 +222,13 @@ def _nearest(cand: Candidates, index: int, free: dict[str, list[int]]) -> Neares
     if options:
         scored = [(step_diffs(cand, index, cand.calls[p]), p) for p in options[:MAX_SCAN]]
         diffs, pos = min(scored, key=lambda item: (len(item[0]), item[1]))
-        apart = not diffs and step.group is not None
-        note = f"called in turn {cand.calls[pos].turn}, apart from the rest of its parallel group" if apart else ""
+        if diffs:
+            note = "; ".join(step_hints(cand, index, cand.calls[pos]))
+        elif step.group is not None:
+            turn = cand.calls[pos].turn
+            note = f"called in turn {turn}, apart from the rest of its parallel group"
+        else:
+            note = ""
         return Nearest(index, pos, tuple(diffs), note)
     same = sum(1 for c in cand.calls if c.name == step.name)
     if same:
@@ -248,15 +301,24 @@ def _verdict(near: Nearest) -> str:
     return "result differs" if first.startswith("result") else "error differs" if first.startswith("error") else "args differ"
 
 
+_COUNTED = (
+    ("MISSING", "missing", "missing"), ("UNEXPECTED", "unexpected", "unexpected"),
+    ("args differ", "arg differs", "args differ"),
+    ("result differs", "result differs", "results differ"),
+    ("error differs", "error differs", "errors differ"),
+    ("out of order", "out of order", "out of order"),
+    ("other turn", "in another turn", "in another turn"),
+)
+"""Each verdict the summary counts: its words for one row and for several."""
+
+
 def _summary(expect: Expectation, rows: list[Row], score: float, order_only: bool) -> str:
     """A few words for the one-line message: ``1 missing, 2 unexpected``, ``order differs``."""
     counts: dict[str, int] = {}
     for _, _, verdict in rows:
         counts[verdict] = counts.get(verdict, 0) + 1
-    words = [("MISSING", "missing"), ("UNEXPECTED", "unexpected"), ("args differ", "args differ"),
-             ("result differs", "results differ"), ("error differs", "errors differ"), ("out of order", "out of order"),
-             ("other turn", "in another turn")]
-    parts = [f"{counts[v]} {w}" for v, w in words if counts.get(v)]
+    parts = [f"{counts[v]} {one if counts[v] == 1 else many}"
+             for v, one, many in _COUNTED if counts.get(v)]  # fmt: skip
     text = "order differs" if order_only and not counts.get("other turn") else ", ".join(parts) or "no match"
     if expect.threshold is not None:
         return f"score {score:.2f} < {expect.threshold:g} ({text})"
@@ -267,9 +329,11 @@ def render_table(cand: Candidates, rows: list[Row]) -> str:
     """The aligned table with columns ``#``, ``expected``, ``actual``, ``verdict``."""
     shown = rows if len(rows) <= MAX_ROWS else [r for r in rows if r[2] != "ok"][:MAX_ROWS]
     cells = [("#", "expected", "actual", "verdict")]
+    width = cell_width()
     for index, pos, verdict in shown:
-        expected = step_label(cand.steps[index]) if index is not None else ""
-        actual = f"[{pos}] {call_label(cand.calls[pos])}" if pos is not None else ""
+        expected = step_label(cand.steps[index], width) if index is not None else ""
+        call = cand.calls[pos] if pos is not None else None
+        actual = f"[{call.position}] {call_label(call, width)}" if call is not None else ""
         cells.append(("" if index is None else str(index), expected, actual, verdict))
     widths = [max(len(row[k]) for row in cells) for k in range(3)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + "  " + row[3] for row in cells]
@@ -281,12 +345,13 @@ def render_table(cand: Candidates, rows: list[Row]) -> str:
 def _nearest_lines(cand: Candidates, nearest: tuple[Nearest, ...]) -> list[str]:
     """For each unmatched step: its nearest call and the differing fields, indented."""
     lines: list[str] = []
+    width = cell_width()
     for near in nearest:
-        head = f"step {near.step} {step_label(cand.steps[near.step])}"
+        head = f"step {near.step} {step_label(cand.steps[near.step], width)}"
         if near.call is None:
             lines.append(f"{head}: {near.note}")
             continue
-        call = f"[{near.call}] {call_label(cand.calls[near.call])}"
+        call = f"[{cand.calls[near.call].position}] {call_label(cand.calls[near.call], width)}"
         if not near.diffs:
             lines.append(f"{head}: {call} matches but is {near.note or 'out of order'}")
             continue
@@ -294,4 +359,6 @@ def _nearest_lines(cand: Candidates, nearest: tuple[Nearest, ...]) -> list[str]:
         lines += [f"  {d}" for d in near.diffs[:MAX_DIFFS]]
         if len(near.diffs) > MAX_DIFFS:
             lines.append(f"  ... {len(near.diffs) - MAX_DIFFS} more differences")
+        if near.note:
+            lines.append(f"  ({near.note})")
     return ["", *lines] if lines else []

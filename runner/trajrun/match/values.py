@@ -7,7 +7,9 @@ Numbers compare by value (``1 == 1.0``), booleans never equal numbers, ``null`` 
 from __future__ import annotations
 
 import json
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
+
+from ..errors import inline
 
 Path = tuple[Any, ...]
 
@@ -210,6 +212,80 @@ def _render(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def json_text(text: str) -> str:
+    """A string as ``render_value`` shows it, JSON-quoted with non-ASCII kept, on one line (``inline``)."""
+    return inline(json.dumps(text, ensure_ascii=False))
+
+
+Quote = Callable[[str], str]
+Parting = tuple[str, str, str]
+
+
+def parting(expected: Any, actual: Any, width: int, quote: Quote = json_text) -> Parting | None:
+    """Two strings, one longer than ``width``, shown where they part: each side's window of text
+    (the common start elided with ``…``) and where it is (``differs at character 212``, ``differs
+    on line 3``; empty when the windows start at the texts' start). ``None`` for shorter strings
+    and other values, which are shown whole as before.
+
+    Both sides start at the same character, so the eye finds the difference; text with line breaks
+    shows the first differing line, so one wrong word in a long letter reads as that line.
+    """
+    if not isinstance(expected, str) or not isinstance(actual, str):
+        return None
+    if max(len(expected), len(actual)) <= width:
+        return None
+    if "\n" not in expected and "\n" not in actual:
+        exp, act, at = _windows(expected, actual, width, quote)
+        return exp, act, f"differs at character {at}" if at else ""
+    old, new = expected.split("\n"), actual.split("\n")
+    line = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+    where = f"differs on line {line + 1}"
+    if line >= len(old) or line >= len(new):
+        exp = _window(old[line], 0, width, quote) if line < len(old) else "end of text"
+        act = _window(new[line], 0, width, quote) if line < len(new) else "end of text"
+        return exp, act, where
+    exp, act, at = _windows(old[line], new[line], width, quote)
+    return exp, act, f"{where} at character {at}" if at else where
+
+
+def _windows(expected: str, actual: str, width: int, quote: Quote) -> tuple[str, str, int]:
+    """Both one-line texts from a little before the first differing character, and that character's
+    number (counting from 1), or 0 when the windows start at the texts' start."""
+    pairs = enumerate(zip(expected, actual))
+    same = next((k for k, (a, b) in pairs if a != b), min(len(expected), len(actual)))
+    start = max(0, same - width // 3)
+    if start:  # from the start of a word when one is near, as a reader looks for it
+        start = expected.rfind(" ", max(0, start - width // 6), start) + 1 or start
+    shown = _window(expected, start, width, quote), _window(actual, start, width, quote)
+    return shown[0], shown[1], same + 1 if start else 0
+
+
+def _window(text: str, start: int, width: int, quote: Quote) -> str:
+    """``text`` quoted from ``start`` for ``width - 1`` characters, each cut end marked ``…``."""
+    piece = text[start : start + width - 1]
+    return ("…" if start else "") + quote(piece) + ("…" if start + len(piece) < len(text) else "")
+
+
+def contains_hint(expected: Any, actual: Any) -> str:
+    """How to accept a plain expected text or map that the differing actual one contains, or empty:
+    ``the actual text contains the expected one: use {$contains: "Lisbon"} to accept it``."""
+    if isinstance(expected, str) and isinstance(actual, str):
+        if not expected or expected == actual or expected not in actual:
+            return ""
+        what = "text"
+    elif isinstance(expected, dict) and isinstance(actual, dict) and expected:
+        if has_matcher(expected) or not compare_value(expected, actual, "superset"):
+            return ""
+        if compare_value(expected, actual, "exact"):
+            return ""
+        what = "value"
+    else:
+        return ""
+    operand = inline(_render(expected))
+    use = f"use {{$contains: {operand}}}" if len(operand) <= 60 else "write it as {$contains: …}"
+    return f"the actual {what} contains the expected one: {use} to accept it"
 
 
 # -- comparison --------------------------------------------------------------------------------

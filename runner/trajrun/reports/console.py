@@ -16,6 +16,8 @@ LETTERS = {"passed": ".", "failed": "F", "error": "E", "skipped": "s", "xfailed"
 WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED", "xfailed": "XFAIL", "xpassed": "XPASS"}
 COLORS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow", "xfailed": "yellow", "xpassed": "red"}
 PROBLEMS = ("failed", "error", "xpassed")
+BASELINE_WORDS = {"new": "new failure: it did not fail in the baseline",
+                  "known": "known failure: it failed in the baseline too"}
 PROGRESS_MIN_CASES = 50
 DEFAULT_WIDTH = 80
 
@@ -78,6 +80,8 @@ def _failure_block(case: CaseResult, color: bool, width: int) -> list[str]:
     """One failed, erred or xpassed case: header, ``file:line``, message, details and notes."""
     lines = [paint(rule(inline(case.case_id), "_", width), "red bold", color)]
     lines.append(f"{inline(case.file)}:{case.line}")
+    if case.baseline:
+        lines.append(BASELINE_WORDS[case.baseline])
     # a message's own lines (a command's stderr tail) stay lines here, each escaped; the summary joins them
     for line in (case.message or WORDS[case.outcome]).split("\n"):
         lines.append(paint(inline(line), COLORS[case.outcome], color))
@@ -108,7 +112,31 @@ def _short_summary(run: RunResult, color: bool) -> list[str]:
     for case in run.cases:
         if case.outcome in PROBLEMS:
             word = paint(WORDS[case.outcome], COLORS[case.outcome], color)
-            lines.append(f"{word} {inline(case.case_id)} - {inline(case.message)}".rstrip(" -"))
+            shown = inline(case.case_id) + (f" [{case.baseline}]" if case.baseline else "")
+            lines.append(f"{word} {shown} - {inline(case.message)}".rstrip(" -"))
+    return lines
+
+
+def gate_lines(run: RunResult) -> list[str]:
+    """What ``--baseline``, ``--fail-on new`` and ``--min-pass-rate`` made of the failures, a line
+    each."""
+    gates, lines = run.gates, []
+    if gates.baseline is not None:
+        known = sum(1 for c in run.cases if c.baseline == "known")
+        new = sum(1 for c in run.cases if c.baseline == "new")
+        failures = f"{new} new failure{'s' if new != 1 else ''}"
+        shown = inline(gates.baseline)
+        lines.append(f"--baseline {shown}: {failures}, {known} known (failing there too)")
+        if gates.fail_on == "new" and known:
+            verb = "s do" if known != 1 else " does"
+            lines.append(f"--fail-on new: the {known} known failure{verb} not fail the run")
+    rate = run.pass_rate
+    if gates.min_pass_rate is not None and rate is not None:
+        ran = sum(1 for c in run.cases if c.outcome != "skipped")
+        verdict = "the failures do not fail the run" if run.rate_holds() else \
+            "below it: the failures fail the run"
+        lines.append(f"--min-pass-rate {gates.min_pass_rate:g}: {rate:.1%} of the {ran} "
+                     f"case{'s' if ran != 1 else ''} that ran passed; {verdict}")
     return lines
 
 
@@ -144,12 +172,19 @@ def render_summary(run: RunResult, *, color: bool = False, width: int = DEFAULT_
     A suite's or a source's strings are escaped to stay within their line (``inline``), and no line is
     left that GitHub Actions would read as a workflow command (``not_a_command``)."""
     lines: list[str] = []
+    # as pytest's: suites not loaded and cases that could not run under ERRORS, then FAILURES
+    errors = [line for s in run.suites if s.load_errors for line in _load_block(s, color, width)]
+    errors += [line for c in run.cases if c.outcome == "error"
+               for line in _failure_block(c, color, width)]
+    failures = [line for c in run.cases if c.outcome in ("failed", "xpassed")
+                for line in _failure_block(c, color, width)]
     sections = [
-        ("ERRORS", [line for s in run.suites if s.load_errors for line in _load_block(s, color, width)]),
-        ("FAILURES", [line for c in run.cases if c.outcome in PROBLEMS for line in _failure_block(c, color, width)]),
+        ("ERRORS", errors),
+        ("FAILURES", failures),
         ("notes", _notes(run)),
         ("judge", _judged(run) if verbosity >= 0 else []),
         ("short test summary info", _short_summary(run, color)),
+        ("gates", gate_lines(run)),
     ]
     if run.usage_error:
         sections.insert(0, ("USAGE ERROR", [inline(run.usage_error)]))
@@ -157,6 +192,8 @@ def render_summary(run: RunResult, *, color: bool = False, width: int = DEFAULT_
         if body:
             lines.append(paint(rule(title, "=", width), "bold", color))
             lines.extend(body)
+    if run.nothing_found:  # on its own line: the summary line after it ends with the time
+        lines.append(inline(run.nothing_found))
     if verbosity >= 0:
         lines.append(paint(rule("", "=", width), _status_color(run), color))
     lines.append(run.summary_line())

@@ -88,7 +88,8 @@ _SUMMARY = {**dict.fromkeys((*OUTCOME_ORDER, "total", "deselected", "judge_skipp
 _SUITE = {"name": _TEXT, "file": _TEXT, "load_errors": _LIST, "cases": _LIST}
 _CASE = {"id": _TEXT, "name": _TEXT, "file": _TEXT, "line": _COUNT, "duration": _NUMBER, "message": _TEXT,
          "details": _TEXT, "score": _NUMBER, "missing": _LIST, "unexpected": _LIST, "checks": _LIST,
-         "errors": _LIST, "notes": _LIST, "judge": _MAP, "trajectory": _MAP, "steps": _MAP, "bulk": _MAP}
+         "errors": _LIST, "notes": _LIST, "judge": _MAP, "trajectory": _MAP, "steps": _MAP,
+         "bulk": _MAP, "baseline": _TEXT}
 _PARTS = {"trajectory": {"tool_calls": _LIST}, "steps": {"expected": _LIST, "pairs": _LIST, "nearest": _LIST},
           "bulk": {"records": _COUNT, "files": _COUNT, "passed": _COUNT, "failed": _COUNT, "error": _COUNT,
                    "by_check": _MAP, "worst": _LIST},

@@ -9,10 +9,18 @@ is ``null`` when ``any_args``, ``group`` numbers the step's ``parallel`` group o
 ``error`` is ``true``/``false``/``null`` (not checked). ``pairs`` is ``[{"step", "call"}]`` (a step
 index and the position of the call that satisfied it in ``trajectory.tool_calls``), ``nearest`` is
 ``[{"step", "call", "diffs", "note"}]`` for the first unmatched steps: the closest free call (or
-``null``), each differing field as ``"$.path: expected X, got Y"``, and why there is none.
+``null``), each differing field as ``"$.path: expected X, got Y"`` (long texts from where they
+part: ``"$.body: expected …'to Lisbon.', got …'to Lisboa.' (differs at character 212)"``), and why
+there is none or how to accept the call (``args_mode is exact; args_mode: superset allows extra
+keys``).
 
 Each case also carries ``judge`` and the summary ``judge_skipped`` (both added within version 1): the
 LLM judge's verdict, ``null`` for a case without a ``judge:`` check.
+
+Each case also carries ``baseline`` and the summary ``gates`` (both added within version 1):
+with ``--baseline``, ``"new"`` or ``"known"`` for a failed, erred or xpassed case (``null``
+otherwise); ``gates`` is ``null`` unless ``--baseline`` or ``--min-pass-rate`` was given, else
+``{"baseline", "new", "known", "fail_on", "min_pass_rate", "pass_rate"}``.
 
 Each case also carries ``bulk`` (added within version 1): ``null`` but for a bulk case (a source with
 ``each``), where it holds ``{"each", "files", "records", "passed", "failed", "error", "passed_share",
@@ -150,7 +158,20 @@ def _summary(run: RunResult) -> dict[str, Any]:
     summary["load_errors"] = sum(1 for s in run.suites if s.load_errors)
     summary["duration"] = _number(run.duration) or 0.0
     summary["exit_code"] = run.exit_code()
+    summary["gates"] = _gates(run)
     return summary
+
+
+def _gates(run: RunResult) -> dict[str, Any] | None:
+    """``--baseline``, ``--fail-on`` and ``--min-pass-rate`` with what they counted; ``None`` when
+    none was given."""
+    gates = run.gates
+    if gates.baseline is None and gates.min_pass_rate is None:
+        return None
+    marks = [c.baseline for c in run.cases]
+    return {"baseline": gates.baseline, "new": marks.count("new"), "known": marks.count("known"),
+            "fail_on": gates.fail_on, "min_pass_rate": gates.min_pass_rate,
+            "pass_rate": _number(run.pass_rate)}
 
 
 def _suite(suite: SuiteResult) -> dict[str, Any]:
@@ -187,6 +208,7 @@ def _case(case: CaseResult) -> dict[str, Any]:
         "trajectory": _trajectory(case.trajectory) if case.trajectory else None,
         "steps": _steps(evaluation.steps if evaluation else None),
         "bulk": case.bulk.to_dict() if case.bulk is not None else None,
+        "baseline": case.baseline,
     }
 
 

@@ -60,7 +60,8 @@ Parts = Iterator[tuple[ET.Element, Iterator[ET.Element]]]
 def _parts(run: RunResult, hostname: str | None, file_line: bool, system_out: str, each: str) -> tuple[ET.Element, Parts]:
     """The ``<testsuites>`` element with its totals, and each ``<testsuite>`` (counts and properties, no
     testcases yet) with an iterator of its testcases, built as they are read."""
-    # platform.node() is socket.gethostname() without importing socket (3 ms of start-up; click loads platform)
+    # platform.node() is socket.gethostname() without importing socket (start-up time; click
+    # loads platform anyway)
     host = hostname if hostname is not None else platform.node()
     seen: set[tuple[str, str]] = set()
     shown = SHOWN[system_out]
@@ -167,7 +168,9 @@ def _timestamp(moment: datetime) -> str:
 
 
 def _properties(suite: SuiteResult) -> ET.Element:
-    """Suite-level figures: file, case count, tool calls, tokens and mean score where known."""
+    """Suite-level figures: file, case count, tool calls, tokens and mean score where known; with
+    ``--baseline``, a ``baseline_new`` or ``baseline_known`` property naming each failed case
+    (testcases have no properties in junit-10.xsd)."""
     figures: dict[str, object] = {"file": suite.file, "cases": len(suite.cases)}
     calls = [c.tool_calls for c in suite.cases if c.tool_calls is not None]
     if calls:
@@ -181,15 +184,25 @@ def _properties(suite: SuiteResult) -> ET.Element:
     if judged:
         figures["judge_mean_score"] = f"{sum(judged) / len(judged):.3f}"
     element = ET.Element("properties")
-    for name, value in figures.items():
+    marked = [(f"baseline_{c.baseline}", c.name) for c in suite.cases if c.baseline]
+    for name, value in [*figures.items(), *marked]:
         ET.SubElement(element, "property", {"name": name, "value": xml_safe(one_line(str(value)))})
     return element
 
 
+def testcase_names(suite: str, case: str) -> tuple[str, str]:
+    """A testcase's ``classname`` and ``name``: the suite's name and the case's, one line each,
+    never empty (a suite file that cannot be loaded: its file name and ``LOAD_CASE``).
+
+    The one rule of ``trajrun run --junit-xml`` and of the plugin under ``pytest --junitxml``, so
+    CI keeps a case's history when a project switches between them.
+    """
+    return xml_safe(one_line(suite)) or UNNAMED, xml_safe(one_line(case)) or UNNAMED
+
+
 def _unique(classname: str, name: str, seen: set[tuple[str, str]]) -> tuple[str, str]:
     """A non-empty classname and name whose pair no earlier testcase used (GitLab drops duplicates)."""
-    classname = xml_safe(one_line(classname)) or UNNAMED
-    base = xml_safe(one_line(name)) or UNNAMED
+    classname, base = testcase_names(classname, name)
     name, n = base, 1
     while (classname, name) in seen:
         n += 1

@@ -17,6 +17,12 @@
   const SUITES_SHOWN = 12;  // suite bars shown before "show all"
   const BIG = 4000;         // a one-line value longer than this is shown as plain text
   const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+  const BASELINE = {new: "new failure: it did not fail in the baseline (--baseline)",
+    known: "known failure: it failed in the baseline too (--baseline)"};
+  const baselineText = (mark) => (Object.hasOwn(BASELINE, mark) ? BASELINE[mark] : String(mark));
+  const QUOTED = String.raw`'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"`;  // a Python repr of a string
+  const PARTED = new RegExp(  // the rest of a diff line on two long texts (see `parted`)
+    String.raw`^: expected (…?)(${QUOTED})(…?), got (…?)(${QUOTED})(…?) \((differs [^)]*)\)$`);
 
   const $ = (id) => document.getElementById(id);
   const fmt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : String(n ?? "—"));
@@ -191,7 +197,9 @@
     const head = h("div", {class: "head", role: "button", tabindex: "0", "aria-expanded": String(open)},
       h("span", {class: "caret"}, "▸"),
       h("span", {class: `badge o-${c.outcome}`}, WORDS[c.outcome] || c.outcome),
-      h("span", {class: "cname", title: c.id}, h("span", {class: "csuite"}, SUITES[si].name), c.name),
+      h("span", {class: "cname", title: c.id}, h("span", {class: "csuite"}, SUITES[si].name),
+        c.name, c.baseline ? h("span", {class: c.baseline === "new" ? "tag bad" : "tag",
+          "data-baseline": c.baseline, title: baselineText(c.baseline)}, c.baseline) : null),
       h("span", {class: "cmsg"}, c.outcome === "passed" ? "" : c.message),
       h("span", {class: "cmeta"}, tokens != null ? `${fmt(tokens)} tok · ` : "",
         c.bulk ? `${fmt(c.bulk.records)} records · ` : "", duration(c.duration)));
@@ -218,6 +226,7 @@
     const body = h("div", {class: "body"});
     if (c.message && c.outcome !== "passed") body.append(h("p", {class: "message"}, c.message));
     body.append(h("p", {class: "where mono"}, c.line ? `${c.file}:${c.line}` : c.file, "  ·  ", c.id));
+    if (c.baseline) body.append(h("p", {class: "where"}, baselineText(c.baseline)));
     const drawn = new Set([c.steps ? "steps" : null, c.judge ? "judge" : null]);  // shown in full below
     const items = [
       ...(c.checks || []).map((k) => h("li", {"data-check": k.check}, h("b", null, k.check), k.summary ? `: ${k.summary}` : "",
@@ -442,10 +451,27 @@
   function diffList(near) {
     const items = (near.diffs || []).map((line) => {
       const m = /^(.*?)(: (?:expected|compare) [\s\S]*)$/.exec(line);
-      return m ? h("li", null, h("span", {class: "path"}, m[1]), m[2]) : h("li", null, line);
+      if (!m) return h("li", null, line);
+      return h("li", null, h("span", {class: "path"}, m[1]), parted(m[2]));
     });
     if (near.note) items.push(h("li", {class: "note"}, near.note));
     return h("ul", {class: "difflist"}, items);
+  }
+
+  /** The rest of a diff line on long texts (``: expected …'to Lisbon.', got …'to Lisboa.'
+   *  (differs at character 212)``) with each side's text from where they part marked; any other
+   *  line as it is. */
+  function parted(rest) {
+    const m = PARTED.exec(rest);
+    if (!m) return rest;
+    const [, expHead, exp, expTail, actHead, act, actTail, where] = m;
+    const a = exp.slice(1, -1), b = act.slice(1, -1);
+    let same = 0;
+    while (same < a.length && a[same] === b[same]) same++;
+    const side = (quoted, inner) => [quoted[0], inner.slice(0, same),
+      same < inner.length ? h("mark", {class: "part"}, inner.slice(same)) : null, quoted[0]];
+    return [": expected ", expHead, side(exp, a), expTail, ", got ", actHead, side(act, b), actTail,
+      " ", h("span", {class: "where"}, `(${where})`)];
   }
 
   function stepView(step, i, marks) {
