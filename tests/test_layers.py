@@ -1,7 +1,9 @@
-"""The package's layers: every import (at module level or inside a function) points down, and no module
-imports itself back through others.
+"""The package's layers: every import (at module level, inside a function, or under
+``if TYPE_CHECKING:``) points down, and no module imports itself back through others.
 
-core (errors, files, frozen, limits, trajectory, yaml_core, yaml_items) → sources → match → suites → importers → run → reports → cli (cli_run, cli_shared), pytest_plugin.
+core (collector, errors, files, frozen, limits, trajectory, yaml_core, yaml_items) → sources →
+match → suites → importers → run → reports → entry (cli, cli_run, cli_shared, cli_config,
+cli_watch, pytest_plugin, __main__, the package's __init__).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import trajrun
 
 PACKAGE = Path(trajrun.__file__).parent
 LAYERS = ("core", "sources", "match", "suites", "importers", "run", "reports", "entry")
-CORE = ("trajrun.collector", "trajrun.errors", "trajrun.files", "trajrun.frozen", "trajrun.limits", "trajrun.trajectory", "trajrun.yaml_core",
-        "trajrun.yaml_items")
-ENTRY = ("trajrun", "trajrun.__main__", "trajrun.cli", "trajrun.cli_run", "trajrun.cli_shared", "trajrun.pytest_plugin")
+CORE = ("trajrun.collector", "trajrun.errors", "trajrun.files", "trajrun.frozen", "trajrun.limits",
+        "trajrun.trajectory", "trajrun.yaml_core", "trajrun.yaml_items")
+ENTRY = ("trajrun", "trajrun.__main__", "trajrun.cli", "trajrun.cli_run", "trajrun.cli_shared",
+         "trajrun.pytest_plugin", "trajrun.cli_config", "trajrun.cli_watch")
 
 
 def _name(path: Path) -> str:
@@ -41,7 +44,7 @@ def _target(module: str, node: ast.ImportFrom, alias: ast.alias) -> str:
     """The package module an import names (a submodule when the imported name is one)."""
     if node.level:
         base = module.split(".")
-        if not MODULES[module].name == "__init__.py":
+        if MODULES[module].name != "__init__.py":
             base = base[:-1]
         base = base[: len(base) - node.level + 1]
         target = ".".join(base + ([node.module] if node.module else []))
@@ -51,14 +54,10 @@ def _target(module: str, node: ast.ImportFrom, alias: ast.alias) -> str:
 
 
 def imports(module: str) -> set[str]:
-    """Every package module that ``module`` imports, anywhere in the file except ``if TYPE_CHECKING:`` blocks."""
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-                   for n in ast.walk(node)}  # fmt: skip
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
+    """Every package module that ``module`` imports, anywhere in the file: ``if TYPE_CHECKING:``
+    blocks too: a typing-only import ties two modules together for a reader and a type checker."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             found.update(_target(module, node, alias) for alias in node.names)
         elif isinstance(node, ast.Import):
@@ -80,7 +79,7 @@ def test_imports_point_down(module: str) -> None:
 
 
 def test_no_import_cycles() -> None:
-    """The module graph (function-level imports included) has no cycle."""
+    """The module graph (function-level and typing-only imports included) has no cycle."""
     graph = {m: imports(m) for m in MODULES}
     state: dict[str, int] = {}
 
@@ -107,7 +106,8 @@ def test_function_level_imports_say_why() -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for inner in ast.walk(node):
                     if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                        assert "# deferred" in lines[inner.lineno - 1], f"{module}:{inner.lineno}: {lines[inner.lineno - 1].strip()}"
+                        line = lines[inner.lineno - 1]
+                        assert "# deferred" in line, f"{module}:{inner.lineno}: {line.strip()}"
 
 
 def test_the_fixture_detects_an_upward_import(tmp_path: Path) -> None:
@@ -119,3 +119,15 @@ def test_the_fixture_detects_an_upward_import(tmp_path: Path) -> None:
         assert layer("trajrun.suites.load") > layer("trajrun.match.fake")
     finally:
         del MODULES["trajrun.match.fake"]
+
+
+def test_the_fixture_sees_typing_only_imports(tmp_path: Path) -> None:
+    """The checker itself: an import under ``if TYPE_CHECKING:`` counts, so a typing-only cycle is
+    one too."""
+    MODULES["trajrun.sources.fake"] = tmp_path / "fake.py"
+    try:
+        (tmp_path / "fake.py").write_text("from typing import TYPE_CHECKING\n\n"
+                                          "if TYPE_CHECKING:\n    from .documents import Path\n")
+        assert imports("trajrun.sources.fake") == {"trajrun.sources.documents"}
+    finally:
+        del MODULES["trajrun.sources.fake"]

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from trajrun.cli import main
 from trajrun.errors import SourceError
 from trajrun.sources import extras, load_trajectory
-from trajrun.sources.documents import SHOW
+from trajrun.sources.spelling import SHOW
 
 AGENTS = Path(__file__).parent / "data" / "agents"
 

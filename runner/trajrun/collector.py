@@ -12,7 +12,7 @@ def collector_paused() -> Iterator[None]:
     """Pause the cyclic collector, restoring its state after.
 
     Loading a suite makes millions of objects and no cycles: each collection would rescan them all
-    for nothing (a third of loading a 10,000-case file). Reference counting still frees them.
+    for nothing (a large part of loading a big file). Reference counting still frees them.
     """
     collecting = gc.isenabled()
     gc.disable()

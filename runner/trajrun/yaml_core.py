@@ -77,8 +77,8 @@ class Marks:
 
     Positions are looked up in the node tree libyaml composed when they are asked for (a case's
     location, an error), not recorded for every value as it is built: most values are never asked
-    about, and recording each one's path was a third of loading a suite. ``value`` and ``key`` give
-    1-based positions.
+    about, and recording each one's path was a large part of loading a suite. ``value`` and
+    ``key`` give 1-based positions.
     """
 
     root: Node | None = None

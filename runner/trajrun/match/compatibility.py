@@ -235,8 +235,8 @@ class Candidates:
     def _flat(self, step: Step, mode: str) -> list[int]:
         """``_compute`` for a flat map under a partial rule: the calls holding its first string value (any call of
         the tool under ``subset``, where the key may be absent), each tested by ``flat_match`` in one loop. Most
-        steps are like these (a tool and a few scalar arguments): the deep bench's 6,000 steps took 659 M
-        instructions to evaluate through the general narrowing and ``args_match``, 423 M this way."""
+        steps are like these (a tool and a few scalar arguments), and one loop costs them less than
+        the general narrowing and ``args_match``."""
         args = step.args
         pool = None
         if mode != "subset":
@@ -296,8 +296,8 @@ class Candidates:
         """The positions of one tool's calls, ascending, found once per tool.
 
         The first tool asked for is found by a scan at C speed: a policy over logs often names one tool, and
-        grouping every call by name in Python cost a third of its check. The second groups every call at once,
-        which costs less than a scan per tool from the third on.
+        grouping every call by name in Python was a large part of its check. The second groups every
+        call at once, which costs less than a scan per tool from the third on.
         """
         found = self._by_name.get(name)
         if found is None:

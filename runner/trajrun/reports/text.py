@@ -8,7 +8,7 @@ from typing import Any
 
 # XML 1.0 allows #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]; everything
 # else (other C0 controls, lone surrogates, U+FFFE, U+FFFF) cannot appear in a document at all. Written as
-# that complement: the negated class of the allowed ranges took 5 ms to compile, at every start.
+# that complement: the negated class of the allowed ranges was slow to compile, at every start.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 # Characters a terminal would act on instead of showing: C0 controls but tab and newline, DEL,

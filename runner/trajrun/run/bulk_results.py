@@ -74,7 +74,7 @@ class Tally:
             self.failed += 1
         else:
             self.error += 1
-        if labels:  # Counter.update costs a microsecond even with nothing to count
+        if labels:  # Counter.update is not free even with nothing to count
             self.by_check.update(labels)
         if result.score is not None:
             self.score_sum += result.score

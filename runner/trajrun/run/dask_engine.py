@@ -71,7 +71,7 @@ class DaskEngine:
                 self.notes(f"Dask dashboard: {link}")
             return
         count = workers or (jobs if jobs > 1 else _cores())
-        # our own cluster: its workers skip the statistical profiler, which sampled away a tenth
+        # our own cluster: its workers skip the statistical profiler, which sampled away a share
         # of their time, and the preload makes each die with this process
         with dask_config().set({"distributed.worker.profile.enabled": False}):
             self.cluster = distributed.LocalCluster(

@@ -27,7 +27,7 @@ from .extras import require_extra
 if TYPE_CHECKING:
     import sqlite3
 
-    from .documents import Spelling
+    from .spelling import Spelling
 
 SUFFIXES = (".sqlite", ".sqlite3", ".db")
 """File suffixes read as a LangGraph checkpointer's database."""

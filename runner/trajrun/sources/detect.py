@@ -9,6 +9,7 @@ trace that is not one run (several traces, no LLM or tool span) stops detection 
 from __future__ import annotations
 
 import difflib
+import functools
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..trajectory import Trajectory
 from . import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai, openai_responses, otel
 from .builder import NotThisFormat, TooDeep, describe
 from .documents import SUITE, Spelling, document_kind, load_document
-from .formats import FORMATS
+from .formats import FORMATS, TRACE_RULES
 
 Reader = Callable[..., Trajectory]
 _READERS: dict[str, Reader] = dict(zip(FORMATS, (
@@ -48,7 +49,7 @@ _SUITE_FIX = _fix(SUITE)
 
 
 def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>",
-                    details: bool = True) -> Trajectory:
+                    details: bool = True, traces: str = "auto") -> Trajectory:
     """Read a parsed document as ``format`` (or detect it with ``auto``).
 
     ``details=False`` is for a caller that never looks at calls' arguments, results or error flags (a bulk case
@@ -59,20 +60,23 @@ def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>",
     Raises:
         SourceError: the format is unknown, the document does not fit it, or (``auto``) no format fits;
             the message names ``origin``, and when detecting ``reasons`` says why each format does not fit.
+
+    ``traces`` (``auto``, ``merge``, ``one``) is how an OpenTelemetry document of several traces is read.
     """
-    return _read(doc, format, origin, _SUITE_FIX, _SAVED_HINT, SUITE, details)
+    return _read(doc, format, origin, _SUITE_FIX, _SAVED_HINT, SUITE, details, traces)
 
 
 def load_trajectory(
     path: str | Path, *, format: str = "auto", select: str | None = None, record: int | None = None,
-    spelling: Spelling = SUITE, thread: str | None = None, checkpoint: str | None = None,
+    spelling: Spelling = SUITE, thread: str | None = None, checkpoint: str | None = None, traces: str = "auto",
 ) -> Trajectory:
     """Load a source file (see :func:`load_document`) and read it as ``format``; errors spell the options as
     a suite (``SUITE``) or ``trajrun show`` (``SHOW``) names them."""
-    doc = load_document(path, select=select, record=record, spelling=spelling, thread=thread, checkpoint=checkpoint)
+    doc = load_document(path, select=select, record=record, spelling=spelling, thread=thread, checkpoint=checkpoint,
+                        shared=True)
     whole_jsonl = record is None and select is None and document_kind(Path(path))[0] == "jsonl"
     hint = "add -v to see why each format does not fit" if spelling.flags else _show_hint(path, select, record)
-    return _read(doc, format, str(path), _fix(spelling, whole_jsonl), hint, spelling)
+    return _read(doc, format, str(path), _fix(spelling, whole_jsonl), hint, spelling, traces=traces)
 
 
 def _show_hint(path: str | Path, select: str | None, record: int | None) -> str:
@@ -83,20 +87,25 @@ def _show_hint(path: str | Path, select: str | None, record: int | None) -> str:
 
 
 def _read(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: Spelling,
-          details: bool = True) -> Trajectory:
+          details: bool = True, traces: str = "auto") -> Trajectory:
     """Read as ``format``; ``fix`` and ``hint`` end the message when no format fits."""
+    if traces not in TRACE_RULES:
+        raise SourceError(f"unknown traces {traces!r}; use one of: {', '.join(TRACE_RULES)}", origin)
+    readers = _READERS
+    if traces != "auto":
+        readers = {**_READERS, "otel": functools.partial(otel.read, traces=traces)}
     try:
-        return _read_as(doc, format, origin, fix, hint, spelling, details)
+        return _read_as(doc, format, origin, fix, hint, spelling, details, readers)
     except TooDeep as exc:
         raise SourceError(exc.message, origin) from None
 
 
 def _read_as(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: Spelling,
-             details: bool = True) -> Trajectory:
-    """Read as ``format``; ``_read`` names the source in a ``TooDeep``."""
+             details: bool = True, readers: dict[str, Reader] = _READERS) -> Trajectory:
+    """Read as ``format`` with ``readers`` (by format); ``_read`` names the source in a ``TooDeep``."""
     if format == "auto":
-        return _detect(doc, origin, fix, hint, details)
-    reader = _READERS.get(format)
+        return _detect(doc, origin, fix, hint, details, readers)
+    reader = readers.get(format)
     if reader is None:
         near = difflib.get_close_matches(format, (*FORMATS, "auto"), n=1)
         suggestion = f"did you mean {near[0]!r}?" if near else f"use one of: auto, {', '.join(FORMATS)}"
@@ -109,16 +118,16 @@ def _read_as(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: 
         raise SourceError(f"expected {_article(format)} {format} document, found {describe(doc)}: {exc.reason}; "
                           f"check the format, or use {spelling.given('format', 'auto')}", origin) from None  # fmt: skip
     if not run.calls:
-        _check_no_calls(doc, format, origin, spelling)
+        _check_no_calls(doc, format, origin, spelling, readers)
     return run
 
 
-def _check_no_calls(doc: Any, format: str, origin: str, spelling: Spelling) -> None:
+def _check_no_calls(doc: Any, format: str, origin: str, spelling: Spelling, readers: dict[str, Reader]) -> None:
     """Raise when ``format`` read no call but detection reads some as another format: a forced
     format that fits loosely (``openai`` reads an Anthropic history's text, not its ``tool_use``
     blocks) is a mistake, not an empty run. Only a run without calls pays for detecting."""
     try:
-        fits = _detect(doc, origin, "", "", details=False)
+        fits = _detect(doc, origin, "", "", False, readers)
     except SourceError:  # a TooDeep is one too
         return
     if fits.format == format or not fits.calls:
@@ -148,43 +157,33 @@ def _messages_of(doc: Any) -> Any:
     return doc
 
 
-def _detect(doc: Any, origin: str, fix: str, hint: str, details: bool = True) -> Trajectory:
+def _detect(doc: Any, origin: str, fix: str, hint: str, details: bool = True,
+            readers: dict[str, Reader] = _READERS) -> Trajectory:
     """Try every format in order; the first that fits wins. None fitting is one line; each reason is on the error."""
     messages = _messages_of(doc)
     if isinstance(messages, list) and _all_refuse(doc, messages):
-        # Chat Completions messages (the usual bulk record): every earlier reader is sure to refuse them, and raising
-        # and catching nine refusals cost a quarter of reading them. If openai refuses too, _try_each says why.
+        # Chat Completions messages (the usual bulk record): every earlier reader is sure to refuse
+        # them, and raising and catching nine refusals was a large part of reading them. If openai
+        # refuses too, _try_each says why.
         try:
             return openai.read(messages, auto=True, details=details)
         except NotThisFormat:
             pass
-    return _try_each(doc, origin, fix, hint, details)
+    return _try_each(doc, origin, fix, hint, details, readers)
 
 
 def _all_refuse(doc: Any, messages: list[Any]) -> bool:
-    """Whether every reader before ``openai`` surely refuses ``doc`` (whose message list is ``messages``). A list
-    that opens with a plain chat message, role and text alone, is refused by seven of them (three take only
-    mappings, four look no further than the first item), so only the two that scan the list are asked."""
-    if doc is messages and _plain_head(messages):
-        return anthropic.refuses_list(messages) and openai_responses.refuses_list(messages)
+    """Whether every reader before ``openai`` surely refuses ``doc`` (whose message list is
+    ``messages``), each asked through its own refusal test."""
     return all(refuses(doc) for refuses in _REFUSE_DOCS) and all(refuses(messages) for refuses in _REFUSE_LISTS)
 
 
-def _plain_head(messages: list[Any]) -> bool:
-    """Whether the first message is a mapping of ``role``, ``content`` and ``name`` at most, its content a string: no
-    span, export, parts, author, content blocks or type, so otel, gemini, bedrock and langchain refuse the list."""
-    head = messages[0] if messages else None
-    return type(head) is dict and head.keys() <= _PLAIN_KEYS and type(head.get("content")) is str
-
-
-_PLAIN_KEYS = frozenset({"role", "content", "name"})
-
-
-def _try_each(doc: Any, origin: str, fix: str, hint: str, details: bool = True) -> Trajectory:
-    """Read ``doc`` with each reader in order, collecting why each one refuses it."""
+def _try_each(doc: Any, origin: str, fix: str, hint: str, details: bool = True,
+              readers: dict[str, Reader] = _READERS) -> Trajectory:
+    """Read ``doc`` with each of ``readers`` in order, collecting why each one refuses it."""
     reasons = []
     current = doc
-    for name, reader in _READERS.items():
+    for name, reader in readers.items():
         if name in _MESSAGE_FORMATS:
             current = _messages_of(doc)
         try:

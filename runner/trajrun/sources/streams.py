@@ -24,7 +24,7 @@ from ..limits import MAX_SOURCE_BYTES_VAR
 
 CHUNK = 1 << 16
 """Bytes read (or inflated) at a time: a chunk, the lines split from it and their copies stay in a core's cache
-(with a megabyte, two workers of a bulk case took 1.4 times the CPU one did)."""
+(with a megabyte they did not, and two workers of a bulk case took far more CPU than one)."""
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _GLOB = frozenset("*?[")
 FSSPEC_HINT = "install fsspec (pip install 'trajrun[dask]', plus the filesystem's package, such as s3fs for s3://)"
