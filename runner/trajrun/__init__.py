@@ -13,6 +13,7 @@ The public library API. Names load on first use, so ``import trajrun`` stays che
 from __future__ import annotations
 
 from importlib import import_module
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: `import trajrun` stays cheap
 
 __version__ = "0.1.0"

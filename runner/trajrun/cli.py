@@ -28,7 +28,11 @@ def _internal_error(exc: Exception, show_trace: bool, how_to_see: str) -> NoRetu
     if show_trace:
         print(exception_trace(exc), file=sys.stderr)
     last = exception_line(exc)
-    hint = "please report it" if show_trace else f"{how_to_see} for the traceback, and please report it"
+    hint = (
+        "please report it"
+        if show_trace
+        else f"{how_to_see} for the traceback, and please report it"
+    )
     click.echo(f"trajrun: internal error: {inline(last)}; {hint}", err=True)
     sys.exit(EXIT_INTERNAL)
 
@@ -53,32 +57,67 @@ class _Trajrun(click.Group):
 
 def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``show`` and ``record`` share."""
-    func = click.option("-v", "--verbose", is_flag=True,
-                        help="When no format fits, say why for each; on an internal error, print the traceback; "
-                             "with show, what the reader merged (spans of one call).")(func)
-    func = click.option("--checkpoint", metavar="ID", help="LangGraph database: this checkpoint of the thread "
-                                                           "(default: its latest).")(func)
-    func = click.option("--thread", metavar="ID", help="LangGraph database (.sqlite, .db): the thread to read.")(func)
+    func = click.option(
+        "-v",
+        "--verbose",
+        is_flag=True,
+        help="When no format fits, say why for each; on an internal error, print the traceback; "
+        "with show, what the reader merged (spans of one call).",
+    )(func)
+    func = click.option(
+        "--checkpoint",
+        metavar="ID",
+        help="LangGraph database: this checkpoint of the thread (default: its latest).",
+    )(func)
+    func = click.option(
+        "--thread", metavar="ID", help="LangGraph database (.sqlite, .db): the thread to read."
+    )(func)
     func = click.option("--record", type=int, help="JSONL: the record at this 1-based line.")(func)
     func = click.option("--select", help="A JSONPath into the document.")(func)
-    func = click.option("--format", "fmt", default="auto", show_default=True, metavar="FORMAT",
-                        help=f"The message format: auto (detected from the content), {', '.join(FORMATS)}.")(func)
+    func = click.option(
+        "--format",
+        "fmt",
+        default="auto",
+        show_default=True,
+        metavar="FORMAT",
+        help=f"The message format: auto (detected from the content), {', '.join(FORMATS)}.",
+    )(func)
     return click.argument("source", type=click.Path(dir_okay=False))(func)
 
 
-def _load(source: str, fmt: str, select: str | None, record: int | None, verbose: bool,
-          picks: tuple[str | None, str | None] = (None, None), traces: str = "auto") -> Any:
+def _load(
+    source: str,
+    fmt: str,
+    select: str | None,
+    record: int | None,
+    verbose: bool,
+    picks: tuple[str | None, str | None] = (None, None),
+    traces: str = "auto",
+) -> Any:
     """The trajectory of a source file, or exit 2 with the reason (with ``verbose``, each format's too);
     ``picks`` are ``--thread`` and ``--checkpoint``, ``traces`` how several OpenTelemetry traces are read."""
     from .sources import load_trajectory  # deferred: start-up time
     from .sources.spelling import SHOW  # deferred: start-up time
 
     try:
-        return load_trajectory(source, format=fmt, select=select, record=record, spelling=SHOW, thread=picks[0],
-                               checkpoint=picks[1], traces=traces)
+        return load_trajectory(
+            source,
+            format=fmt,
+            select=select,
+            record=record,
+            spelling=SHOW,
+            thread=picks[0],
+            checkpoint=picks[1],
+            traces=traces,
+        )
     except TrajrunError as exc:
         reasons = getattr(exc, "reasons", ()) if verbose else ()
-        fail(str(exc), ("why each format does not fit:", *(f"  {reason}" for reason in reasons)) if reasons else ())
+        fail(
+            str(exc),
+            ("why each format does not fit:", *(f"  {reason}" for reason in reasons))
+            if reasons
+            else (),
+        )
     except Exception as exc:  # noqa: BLE001 - a reader bug: one line, the traceback with -v
         _internal_error(exc, verbose or _traceback_wanted(), "rerun with -v")
 
@@ -119,7 +158,11 @@ def config() -> None:
     if found is None:
         where = "none (no trajrun.toml, and no pyproject.toml with [tool.trajrun], here or above)"
     else:
-        where = f"{found.shown} ([tool.trajrun])" if found.file.name == "pyproject.toml" else found.shown
+        where = (
+            f"{found.shown} ([tool.trajrun])"
+            if found.file.name == "pyproject.toml"
+            else found.shown
+        )
     rows = [("setting", "value", "from"), *effective(run, found)]
     widths = [max(len(row[i]) for row in rows) for i in (0, 1)]
     click.echo(not_a_command(f"configuration: {inline(where)}"))
@@ -129,12 +172,32 @@ def config() -> None:
 
 @main.command()
 @_source_options
-@click.option("-o", "--output", type=click.Choice(["table", "yaml", "json"]), default="table", show_default=True)
-@click.option("--traces", type=click.Choice(TRACE_RULES), default="auto", show_default=True,
-              help="OpenTelemetry, several traces: auto reads fragments of one run as one and refuses whole runs; "
-                   "merge reads every trace as one run; one refuses several.")
-def show(source: str, fmt: str, select: str | None, record: int | None, verbose: bool, output: str,
-         thread: str | None, checkpoint: str | None, traces: str) -> None:
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "yaml", "json"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--traces",
+    type=click.Choice(TRACE_RULES),
+    default="auto",
+    show_default=True,
+    help="OpenTelemetry, several traces: auto reads fragments of one run as one and refuses whole runs; "
+    "merge reads every trace as one run; one refuses several.",
+)
+def show(
+    source: str,
+    fmt: str,
+    select: str | None,
+    record: int | None,
+    verbose: bool,
+    output: str,
+    thread: str | None,
+    checkpoint: str | None,
+    traces: str,
+) -> None:
     """Print the trajectory extracted from SOURCE."""
     from .reports.show import render_json, render_table, render_yaml  # deferred: start-up time
     from .reports.text import not_a_command  # deferred: start-up time
@@ -148,12 +211,21 @@ def show(source: str, fmt: str, select: str | None, record: int | None, verbose:
 
 @main.command()
 @_source_options
-def record(source: str, fmt: str, select: str | None, record: int | None, verbose: bool, thread: str | None,
-           checkpoint: str | None) -> None:
+def record(
+    source: str,
+    fmt: str,
+    select: str | None,
+    record: int | None,
+    verbose: bool,
+    thread: str | None,
+    checkpoint: str | None,
+) -> None:
     """Print SOURCE's steps as YAML, ready to paste into a suite or save as a golden file."""
     from .reports.show import render_steps  # deferred: start-up time
 
-    click.echo(render_steps(_load(source, fmt, select, record, verbose, (thread, checkpoint))), nl=False)
+    click.echo(
+        render_steps(_load(source, fmt, select, record, verbose, (thread, checkpoint))), nl=False
+    )
 
 
 @main.command()
@@ -166,7 +238,9 @@ def schema() -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--var", "variables", multiple=True, metavar="K=V", help="A template variable (repeatable).")
+@click.option(
+    "--var", "variables", multiple=True, metavar="K=V", help="A template variable (repeatable)."
+)
 @golden_root_option
 def validate(paths: tuple[str, ...], variables: tuple[str, ...], golden_root: str | None) -> None:
     """Load and check suites and their sources without running them."""
@@ -174,19 +248,28 @@ def validate(paths: tuple[str, ...], variables: tuple[str, ...], golden_root: st
     from .run.validate import validate_paths  # deferred: start-up time
 
     try:
-        problems, count = validate_paths(list(paths) or ["suites"], parse_vars(variables), folder(golden_root))
+        problems, count = validate_paths(
+            list(paths) or ["suites"], parse_vars(variables), folder(golden_root)
+        )
     except TrajrunError as exc:
         fail(str(exc))
     for line in problems:
         click.echo(not_a_command(inline(line)))
-    click.echo(f"{count} suite file{'s' if count != 1 else ''} checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}")
+    click.echo(
+        f"{count} suite file{'s' if count != 1 else ''} checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    )
     sys.exit(EXIT_USAGE if problems else 0)
 
 
 @main.command()
 @click.argument("results", type=click.Path(dir_okay=False))
-@click.option("--html", "html_file", type=click.Path(dir_okay=False), required=True,
-              help="Write the HTML report here.")
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Write the HTML report here.",
+)
 def report(results: str, html_file: str) -> None:
     """Render a saved `trajrun run --json` report (RESULTS) as the one-file HTML report."""
     from .reports import html  # deferred: start-up time
@@ -201,10 +284,18 @@ def report(results: str, html_file: str) -> None:
 @main.command()
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
-@click.option("--html", "html_file", type=click.Path(dir_okay=False),
-              help="Also write the diff as an HTML page here.")
-@click.option("--json", "json_file", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Write the diff as JSON here ('-': to stdout, the text then goes to stderr).")
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    help="Also write the diff as an HTML page here.",
+)
+@click.option(
+    "--json",
+    "json_file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write the diff as JSON here ('-': to stdout, the text then goes to stderr).",
+)
 def diff(old: str, new: str, html_file: str | None, json_file: str | None) -> None:
     """Compare two `trajrun run --json` reports: cases regressed, fixed, still failing, new,
     removed, and score changes; exit status 1 when a case regressed."""
@@ -241,14 +332,30 @@ def import_() -> None:
 def _import_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options every importer shares: where the suites go, what source the cases read, --select."""
     func = click.option("--force", is_flag=True, help="Replace suite files that exist.")(func)
-    func = click.option("--select", metavar="JSONPATH", help="A JSONPath into each input (LangSmith: into each "
-                                                             "example, to its reference messages).")(func)
-    func = click.option("--source", "source_file", metavar="PATH",
-                        help="Every case reads this run file ({case} is replaced by the case's name).")(func)
-    func = click.option("--python", metavar="MODULE:FUNC",
-                        help="Every case runs this function (default: a placeholder to replace).")(func)
-    return click.option("-o", "--output", type=click.Path(file_okay=False), metavar="DIR",
-                        help="Write DIR/<name>.suite.yaml per input file (default: the suite to stdout).")(func)
+    func = click.option(
+        "--select",
+        metavar="JSONPATH",
+        help="A JSONPath into each input (LangSmith: into each "
+        "example, to its reference messages).",
+    )(func)
+    func = click.option(
+        "--source",
+        "source_file",
+        metavar="PATH",
+        help="Every case reads this run file ({case} is replaced by the case's name).",
+    )(func)
+    func = click.option(
+        "--python",
+        metavar="MODULE:FUNC",
+        help="Every case runs this function (default: a placeholder to replace).",
+    )(func)
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(file_okay=False),
+        metavar="DIR",
+        help="Write DIR/<name>.suite.yaml per input file (default: the suite to stdout).",
+    )(func)
 
 
 @import_.command("adk")
@@ -259,28 +366,49 @@ def import_adk(files: tuple[str, ...], **opts: Any) -> None:
     as the test_config.json beside them says (strict without one)."""
     from .importers.adk import import_adk as read_adk  # deferred: start-up time
 
-    _import(lambda path, source, folder: read_adk(path, source, opts["select"], folder), files, opts)
+    _import(
+        lambda path, source, folder: read_adk(path, source, opts["select"], folder), files, opts
+    )
 
 
 @import_.command("langsmith")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--mode", required=True, type=click.Choice(["strict", "unordered", "subset", "superset", "in_order"]),
-              help="The match mode of the steps (agentevals' trajectory_match_mode).")
-@click.option("--args-mode", default="exact", show_default=True,
-              type=click.Choice(["exact", "ignore", "subset", "superset"]),
-              help="The argument rule (agentevals' tool_args_match_mode).")
+@click.option(
+    "--mode",
+    required=True,
+    type=click.Choice(["strict", "unordered", "subset", "superset", "in_order"]),
+    help="The match mode of the steps (agentevals' trajectory_match_mode).",
+)
+@click.option(
+    "--args-mode",
+    default="exact",
+    show_default=True,
+    type=click.Choice(["exact", "ignore", "subset", "superset"]),
+    help="The argument rule (agentevals' tool_args_match_mode).",
+)
 @_import_options
 def import_langsmith(file: str, mode: str, args_mode: str, **opts: Any) -> None:
     """Import a LangSmith dataset export (FILE: JSONL, one example a line): reference messages become steps."""
     from .importers.langsmith import import_langsmith as read_langsmith  # deferred: start-up time
 
-    _import(lambda path, source, folder: read_langsmith(path, mode, args_mode, source, opts["select"], folder),
-            (file,), opts)
+    _import(
+        lambda path, source, folder: read_langsmith(
+            path, mode, args_mode, source, opts["select"], folder
+        ),
+        (file,),
+        opts,
+    )
 
 
-def _import(read: Callable[[Path, Any, Path | None], Any], files: tuple[str, ...], opts: dict[str, Any]) -> None:
+def _import(
+    read: Callable[[Path, Any, Path | None], Any], files: tuple[str, ...], opts: dict[str, Any]
+) -> None:
     """Read each input with ``read``, write the suites (stdout or ``-o DIR``), report what was not carried over."""
-    from .importers.common import PLACEHOLDER, source_choice, write_suites  # deferred: start-up time
+    from .importers.common import (
+        PLACEHOLDER,
+        source_choice,
+        write_suites,
+    )  # deferred: start-up time
 
     folder = Path(opts["output"]) if opts["output"] else None
     try:
@@ -298,7 +426,8 @@ def _import(read: Callable[[Path, Any, Path | None], Any], files: tuple[str, ...
         for line in suite.report():
             click.echo(f"trajrun: {line}", err=True)
     if source.file is None and source.python == PLACEHOLDER:
-        click.echo(f"trajrun: note: fill in the source: each case calls the placeholder `{source.python}`; pass "
-                   "--python MODULE:FUNC or --source PATH, or edit the suite", err=True)
-
-
+        click.echo(
+            f"trajrun: note: fill in the source: each case calls the placeholder `{source.python}`; pass "
+            "--python MODULE:FUNC or --source PATH, or edit the suite",
+            err=True,
+        )

@@ -138,8 +138,14 @@ def default_map(group: click.Group, config: ProjectConfig | None) -> dict[str, d
     """click's ``default_map`` for the configured commands: each command gets the settings naming
     its parameters."""
     run_defaults = command_defaults(group.commands["run"], config)
-    return {name: {param.name: run_defaults[param.name] for param in group.commands[name].params
-                   if param.name in run_defaults} for name in CONFIGURED}
+    return {
+        name: {
+            param.name: run_defaults[param.name]
+            for param in group.commands[name].params
+            if param.name in run_defaults
+        }
+        for name in CONFIGURED
+    }
 
 
 def command_defaults(command: click.Command, config: ProjectConfig | None) -> dict[str, Any]:
@@ -150,13 +156,15 @@ def command_defaults(command: click.Command, config: ProjectConfig | None) -> di
     return {keys[key].name: setting.value for key, setting in settings.items()}
 
 
-def effective(command: click.Command,
-              config: ProjectConfig | None) -> Iterator[tuple[str, str, str]]:
+def effective(
+    command: click.Command, config: ProjectConfig | None
+) -> Iterator[tuple[str, str, str]]:
     """Each setting of ``command`` (one key per option: its longest name), its value in TOML words,
     and where click takes it from: the option's environment variable, the configuration file and
     line, or the default."""
-    ctx = command.make_context(command.name, [], default_map=command_defaults(command, config),
-                               resilient_parsing=True)
+    ctx = command.make_context(
+        command.name, [], default_map=command_defaults(command, config), resilient_parsing=True
+    )
     keys = setting_keys(command)
     for param in command.params:
         names = [key for key, of in keys.items() if of is param]
@@ -205,8 +213,7 @@ def _read_table(path: Path) -> dict[str, Any] | None:
 
 
 def _parse_toml(text: str, path: Path) -> dict[str, Any]:
-    """A TOML document; ``ConfigErrors`` naming the file, line and column when it is not valid TOML.
-    """
+    """A TOML document; ``ConfigErrors`` naming the file, line and column when it is not valid TOML."""
     if sys.version_info >= (3, 11):
         import tomllib  # deferred: only a project with a configuration file pays for it
     else:
@@ -229,7 +236,7 @@ def _key_lines(text: str, table: tuple[str, ...]) -> dict[tuple[str, ...], int]:
         header = _HEADER.match(stripped)
         if header:
             parts = tuple(part.strip().strip("\"'") for part in header[1].split("."))
-            inside = parts[len(table):] if parts[: len(table)] == table else None
+            inside = parts[len(table) :] if parts[: len(table)] == table else None
             if inside:
                 lines.setdefault(inside, number)
         elif inside is not None and (assigned := _ASSIGNED.match(stripped)):
@@ -258,8 +265,10 @@ def _scalar(param: click.Parameter, value: Any, folder: Path) -> Any:
     if isinstance(param.type, click.Choice) and value not in param.type.choices:
         choices = [str(choice) for choice in param.type.choices]
         close = did_you_mean(str(value), choices)
-        raise _Bad(f"expected one of {', '.join(choices)}, found {kind(value)}"
-                         f"{close if close.startswith(' —') else ''}")
+        raise _Bad(
+            f"expected one of {', '.join(choices)}, found {kind(value)}"
+            f"{close if close.startswith(' —') else ''}"
+        )
     if isinstance(param.type, click.Path) and value != "-":
         value = _shown(folder / str(value))
     if isinstance(param, click.Option) and (param.is_flag or param.count):
@@ -289,9 +298,11 @@ def _vars(value: Any) -> tuple[str, ...]:
     """The ``vars`` table as ``--var`` items; a string stays a string (quoted), a number or boolean
     stays one."""
     if not isinstance(value, dict):
-        raise _Bad("expected a table of variables ([tool.trajrun.vars] or "
-                   f"vars = {{city = \"Paris\"}}), "
-                         f"found {kind(_plain(value))}")
+        raise _Bad(
+            "expected a table of variables ([tool.trajrun.vars] or "
+            f'vars = {{city = "Paris"}}), '
+            f"found {kind(_plain(value))}"
+        )
     items = []
     for name, item in value.items():
         if not name.isidentifier():

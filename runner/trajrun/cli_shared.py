@@ -41,5 +41,10 @@ def folder(path: str | None) -> Path | None:
 
 def golden_root_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--golden-root DIR`` (or ``$TRAJRUN_GOLDEN_ROOT``), which ``run`` and ``validate`` share."""
-    return click.option("--golden-root", type=click.Path(file_okay=False), envvar="TRAJRUN_GOLDEN_ROOT", metavar="DIR",
-                        help="Also allow golden files under DIR (default: only inside the suite's project).")(func)
+    return click.option(
+        "--golden-root",
+        type=click.Path(file_okay=False),
+        envvar="TRAJRUN_GOLDEN_ROOT",
+        metavar="DIR",
+        help="Also allow golden files under DIR (default: only inside the suite's project).",
+    )(func)

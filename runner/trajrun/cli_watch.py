@@ -13,8 +13,13 @@ from .cli_shared import EXIT_INTERRUPTED, fail
 from .errors import TrajrunError, inline
 
 
-def watch_run(paths: Sequence[str], options: Any, reporter: Callable[[], Any], console: TextIO,
-              reports: dict[str, str | None]) -> NoReturn:
+def watch_run(
+    paths: Sequence[str],
+    options: Any,
+    reporter: Callable[[], Any],
+    console: TextIO,
+    reports: dict[str, str | None],
+) -> NoReturn:
     """Run ``paths``, then rerun the suite files each change affects, until Ctrl-C; exits with the
     last run's status.
 
@@ -27,19 +32,27 @@ def watch_run(paths: Sequence[str], options: Any, reporter: Callable[[], Any], c
     if importlib.util.find_spec("watchfiles") is None:
         fail(INSTALL)
     if options.update_golden:
-        fail("--watch and --update-golden do not go together: each golden file written would "
-             "start another run")
+        fail(
+            "--watch and --update-golden do not go together: each golden file written would "
+            "start another run"
+        )
     asked = [name for name, value in reports.items() if value]
     if asked:
-        click.echo(f"trajrun: note: --watch writes no report files ({', '.join(asked)} left out)",
-                   err=True)
+        click.echo(
+            f"trajrun: note: --watch writes no report files ({', '.join(asked)} left out)", err=True
+        )
 
     def tell(line: str) -> None:
         click.echo(not_a_command(f"\ntrajrun: {inline(line)}"), file=console)
 
     try:
-        last = watch(paths, lambda chosen: run_paths(chosen, options, reporter()),
-                     options.variables, options.golden_root, tell=tell)
+        last = watch(
+            paths,
+            lambda chosen: run_paths(chosen, options, reporter()),
+            options.variables,
+            options.golden_root,
+            tell=tell,
+        )
     except RunInterrupted:
         click.echo("trajrun: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)

@@ -58,7 +58,9 @@ class SourceError(TrajrunError):
     ``"name: reason"`` per format, for ``trajrun show -v`` (the message itself stays one line).
     """
 
-    def __init__(self, message: str, file: str | None = None, reasons: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, message: str, file: str | None = None, reasons: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.file = file
@@ -119,7 +121,9 @@ def kind(value: Any) -> str:
     return type(value).__name__
 
 
-def did_you_mean(word: str, choices: Iterable[str], meanings: Mapping[str, str] | None = None) -> str:
+def did_you_mean(
+    word: str, choices: Iterable[str], meanings: Mapping[str, str] | None = None
+) -> str:
     """`` — did you mean 'x'?`` for the closest choice, or ``; expected one of a, b`` when none is close.
 
     ``meanings`` maps names other tools use (lower case, words joined by ``_``) to a hint by meaning,
@@ -130,7 +134,9 @@ def did_you_mean(word: str, choices: Iterable[str], meanings: Mapping[str, str] 
     plain = re.sub(r"[\s-]+", "_", word.strip()).lower()
     if meanings and plain in meanings:
         return f" — {meanings[plain]}"
-    close = [plain] if plain in choices else difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    close = (
+        [plain] if plain in choices else difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    )
     return f" — did you mean '{close[0]}'?" if close else f"; expected one of {', '.join(choices)}"
 
 

@@ -21,8 +21,13 @@ from typing import BinaryIO
 
 from .errors import TrajrunError
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 if sys.platform != "win32":
@@ -59,8 +64,10 @@ def check_target(path: str | os.PathLike[str], what: str = "report") -> Path:
     if kind is None:
         return target
     shown = str(path) if str(target) == os.path.abspath(path) else f"{path} (-> {target})"
-    raise FileWriteError(f"cannot write {shown}: it is {kind}, and a {what} only replaces a regular file; "
-                         "give the path of a file, such as reports/trajrun.xml")
+    raise FileWriteError(
+        f"cannot write {shown}: it is {kind}, and a {what} only replaces a regular file; "
+        "give the path of a file, such as reports/trajrun.xml"
+    )
 
 
 @contextlib.contextmanager
@@ -93,9 +100,13 @@ def _os_problem(path: str | os.PathLike[str], exc: OSError, what: str = "report"
 def _open_temp(target: Path) -> tuple[Path, BinaryIO]:
     """Create a fresh hidden temporary file in the target's folder (mode follows the umask)."""
     while True:
-        temp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")  # not secrets: it imports hmac and random
+        temp = target.with_name(
+            f".{target.name}.{os.urandom(4).hex()}.tmp"
+        )  # not secrets: it imports hmac and random
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+            fd = os.open(
+                temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666
+            )
         except FileExistsError:
             continue
         return temp, os.fdopen(fd, "wb")
@@ -111,7 +122,9 @@ def _sync_folder(folder: Path) -> None:
             os.close(fd)
 
 
-def atomic_write(path: str | os.PathLike[str], dump: Callable[[BinaryIO], None], what: str = "report") -> None:
+def atomic_write(
+    path: str | os.PathLike[str], dump: Callable[[BinaryIO], None], what: str = "report"
+) -> None:
     """Write a file through ``dump`` so readers see the old file or the whole new one, never half.
 
     The bytes go to a temporary file in the same folder, are flushed and fsynced, then

@@ -19,9 +19,11 @@ from typing import Any, Callable, TypeVar
 if sys.version_info >= (3, 11):
     from typing import dataclass_transform
 else:  # type checkers read the 3.11 branch; 3.10 only needs the decorator to exist
+
     def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
         """No-op before Python 3.11."""
         return lambda decorated: decorated
+
 
 T = TypeVar("T", bound=type)
 _HAS_FACTORY = object()
@@ -30,7 +32,9 @@ _HAS_FACTORY = object()
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def frozen(cls: T) -> T:
     """Make ``cls`` a frozen, slotted dataclass (see the module's docstring for how and why)."""
-    cls = dataclass(init=False, repr=False, eq=False, slots=True)(cls)  # fields and slots, nothing compiled
+    cls = dataclass(init=False, repr=False, eq=False, slots=True)(
+        cls
+    )  # fields and slots, nothing compiled
     own = fields(cls)
     compared = [f.name for f in own if f.compare]
     cls._frozen_compared = attrgetter(*compared) if compared else _nothing  # type: ignore[attr-defined]
@@ -97,7 +101,9 @@ def _hash(self: Any) -> int:
 
 def _refuse(self: Any, name: str, *_: Any) -> None:
     """``__setattr__`` and ``__delattr__``: a frozen instance never changes after ``__init__``."""
-    raise FrozenInstanceError(f"cannot assign to or delete field {name!r} of a frozen {type(self).__name__}")
+    raise FrozenInstanceError(
+        f"cannot assign to or delete field {name!r} of a frozen {type(self).__name__}"
+    )
 
 
 def _getstate(self: Any) -> list[Any]:

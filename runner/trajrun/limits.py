@@ -32,7 +32,11 @@ MAX_REGEX_ITEMS = 100_000
 
 def max_source_bytes() -> int:
     """``TRAJRUN_MAX_SOURCE_BYTES``, or 1 GiB when it is unset."""
-    return int(env_number(MAX_SOURCE_BYTES_VAR, DEFAULT_MAX_SOURCE_BYTES, "a whole number of bytes", whole=True))
+    return int(
+        env_number(
+            MAX_SOURCE_BYTES_VAR, DEFAULT_MAX_SOURCE_BYTES, "a whole number of bytes", whole=True
+        )
+    )
 
 
 def env_number(name: str, default: float, unit: str, whole: bool = False) -> float:
@@ -86,11 +90,15 @@ def regex_search(compiled: Any, text: str) -> bool:
 
 def timeout_message(pattern: str, length: int, limit: float) -> str:
     """What a regex that ran out of time did, and the two ways out."""
-    return (f"regex {pattern!r} ran longer than the {limit:g} s limit on a string of {length:,} characters; "
-            f"nested repeats like (a+)+ backtrack exponentially — simplify the pattern, or raise {REGEX_TIMEOUT_VAR}")
+    return (
+        f"regex {pattern!r} ran longer than the {limit:g} s limit on a string of {length:,} characters; "
+        f"nested repeats like (a+)+ backtrack exponentially — simplify the pattern, or raise {REGEX_TIMEOUT_VAR}"
+    )
 
 
-_REGEX_TOKEN = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\{(\d+)(?:,(\d*))?\}|\{,(\d+)\}|.", re.DOTALL)
+_REGEX_TOKEN = re.compile(
+    r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\{(\d+)(?:,(\d*))?\}|\{,(\d+)\}|.", re.DOTALL
+)
 
 
 def _unrolled_size(pattern: str) -> int:

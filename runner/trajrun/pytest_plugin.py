@@ -55,7 +55,18 @@ if TYPE_CHECKING:
     from .run.results import CaseResult
     from .suites.model import Case, Suite
 
-PYTEST_MARKERS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst", "trylast"})
+PYTEST_MARKERS = frozenset(
+    {
+        "skip",
+        "skipif",
+        "xfail",
+        "parametrize",
+        "usefixtures",
+        "filterwarnings",
+        "tryfirst",
+        "trylast",
+    }
+)
 
 _VARIABLES = pytest.StashKey[dict[str, Any]]()
 _CACHE = pytest.StashKey["SourceCache"]()
@@ -95,7 +106,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="trajrun_no_judge",
         help="skip `judge:` checks (reported as skipped, never as passed), like `trajrun run --no-judge`",
     )
-    parser.addini("trajrun_collect", "collect *.suite.yaml files as tests (default true)", type="bool", default=True)
+    parser.addini(
+        "trajrun_collect",
+        "collect *.suite.yaml files as tests (default true)",
+        type="bool",
+        default=True,
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -151,16 +167,25 @@ class SuiteFile(pytest.File):
     def collect(self) -> Iterator[CaseItem]:
         """Load the suite; load errors become one collection error listing every message."""
         from .errors import inline  # deferred: the plugin loads in every pytest session
-        from .reports.text import not_a_command  # deferred: the plugin loads in every pytest session
+        from .reports.text import (
+            not_a_command,
+        )  # deferred: the plugin loads in every pytest session
         from .suites.load import load_suite  # deferred: the plugin loads in every pytest session
 
         try:  # loaded from its path as the CLI shows it, so its errors name the file the same way
-            suite = load_suite(self._shown_path(), self.config.stash.get(_VARIABLES, {}),
-                               self.config.getoption("trajrun_golden_root"))
+            suite = load_suite(
+                self._shown_path(),
+                self.config.stash.get(_VARIABLES, {}),
+                self.config.getoption("trajrun_golden_root"),
+            )
         except SuiteErrors as exc:
-            raise self.CollectError(not_a_command("\n".join(inline(str(e)) for e in exc.errors))) from None
+            raise self.CollectError(
+                not_a_command("\n".join(inline(str(e)) for e in exc.errors))
+            ) from None
         for case in suite.cases:  # a name is one line of pytest's output, as of trajrun's
-            yield CaseItem.from_parent(self, name=not_a_command(inline(case.name)), suite=suite, case=case)
+            yield CaseItem.from_parent(
+                self, name=not_a_command(inline(case.name)), suite=suite, case=case
+            )
 
     def _shown_path(self) -> Path:
         """The suite file's path from the folder pytest was started in, as ``trajrun run`` run there
@@ -190,7 +215,12 @@ def pytest_runtest_makereport(
     """A case error raised in setup gets the case's report too (pytest builds setup reports without ``repr_failure``)."""
     report = yield
     excinfo = call.excinfo
-    if call.when == "setup" and isinstance(item, CaseItem) and excinfo and isinstance(excinfo.value, CaseProblem):
+    if (
+        call.when == "setup"
+        and isinstance(item, CaseItem)
+        and excinfo
+        and isinstance(excinfo.value, CaseProblem)
+    ):
         report.longrepr = item.repr_failure(excinfo)
     if isinstance(item, CaseItem):
         setattr(report, TESTCASE, [item.suite.name, item.case.name])
@@ -252,9 +282,16 @@ def case_report(result: CaseResult) -> str:
     """What ``trajrun run`` prints for a case: the one-line message, the details body, then the notes (a suite's
     or a source's strings escaped as the console escapes them)."""
     from .errors import inline  # deferred: the plugin loads in every pytest session
-    from .reports.text import not_a_command, terminal_safe  # deferred: the plugin loads in every pytest session
+    from .reports.text import (
+        not_a_command,
+        terminal_safe,
+    )  # deferred: the plugin loads in every pytest session
 
-    parts = [inline(result.message), terminal_safe(result.details), *(f"note: {inline(note)}" for note in result.notes)]
+    parts = [
+        inline(result.message),
+        terminal_safe(result.details),
+        *(f"note: {inline(note)}" for note in result.notes),
+    ]
     return not_a_command("\n".join(part for part in parts if part))
 
 
@@ -282,7 +319,10 @@ class CaseItem(pytest.Item):
 
     def setup(self) -> None:
         """Run the case (each file source read once per session); a case error is raised here."""
-        from .run.execute import SourceCache, run_case  # deferred: the plugin loads in every pytest session
+        from .run.execute import (
+            SourceCache,
+            run_case,
+        )  # deferred: the plugin loads in every pytest session
         from .run.plans import case_id  # deferred: the plugin loads in every pytest session
 
         cache = self.config.stash.setdefault(_CACHE, SourceCache())
@@ -301,7 +341,9 @@ class CaseItem(pytest.Item):
             self.add_report_section("setup", "trajrun", notes)
         verdict = self.result.evaluation.judge if self.result.evaluation else None
         if verdict is not None and verdict.score is not None:
-            from .reports.text import judge_text  # deferred: the plugin loads in every pytest session
+            from .reports.text import (
+                judge_text,
+            )  # deferred: the plugin loads in every pytest session
 
             self.add_report_section("setup", "trajrun judge", _reason(judge_text(verdict)))
         if self.result.outcome == "error":
@@ -315,14 +357,20 @@ class CaseItem(pytest.Item):
             raise CaseProblem(result)
         if result.outcome == "xfailed":
             pytest.xfail(_reason(result.message))
-        if result.outcome == "skipped":  # what it `requires` is missing, or its only check is a skipped judge
+        if (
+            result.outcome == "skipped"
+        ):  # what it `requires` is missing, or its only check is a skipped judge
             pytest.skip(_reason(result.message))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
         """A failed case prints as the CLI prints it; anything else falls back to pytest's report."""
         if isinstance(excinfo.value, CaseProblem):
             return self._case_repr(excinfo.value.result)
-        if isinstance(excinfo.value, pytest.xfail.Exception):  # pytest shows its reason, not this: skip the trace
+        if isinstance(
+            excinfo.value, pytest.xfail.Exception
+        ):  # pytest shows its reason, not this: skip the trace
             return excinfo.value.msg
         return super().repr_failure(excinfo, style)
 
@@ -331,16 +379,25 @@ class CaseItem(pytest.Item):
 
         Built from pytest's own report classes, so pytest-xdist carries it from its workers unchanged.
         """
-        from _pytest._code.code import ReprEntry, ReprExceptionInfo, ReprFileLocation, ReprTraceback  # deferred: as below
+        from _pytest._code.code import (
+            ReprEntry,
+            ReprExceptionInfo,
+            ReprFileLocation,
+            ReprTraceback,
+        )  # deferred: as below
 
         from .errors import inline  # deferred: the plugin loads in every pytest session
-        from .reports.text import not_a_command  # deferred: the plugin loads in every pytest session
+        from .reports.text import (
+            not_a_command,
+        )  # deferred: the plugin loads in every pytest session
 
         where, line = inline(self.location[0]), self.case.loc.line
         entry = ReprEntry([not_a_command(f"{where}:{line}"), *case_report(result).splitlines()], None, None, None,
                           "value")  # fmt: skip
         crash = ReprFileLocation(where, line, _reason(result.message))
-        return ReprExceptionInfo(reprtraceback=ReprTraceback([entry], None, "value"), reprcrash=crash)
+        return ReprExceptionInfo(
+            reprtraceback=ReprTraceback([entry], None, "value"), reprcrash=crash
+        )
 
     def reportinfo(self) -> tuple[Path, int, str]:
         """The suite file, the case's 0-based line, and a label."""

@@ -99,7 +99,7 @@ class Marks:
             return self.base.value(path)
         mark = self._pinned(path) if self.pinned else None
         if mark is None:
-            node = self._find(path[len(self.prefix):])[0]
+            node = self._find(path[len(self.prefix) :])[0]
             if node is None:
                 return Pos(1, 1)
             mark = node.start_mark
@@ -109,7 +109,7 @@ class Marks:
         """The position of the key that ends ``path`` (the value's when there is no key)."""
         if self.base is not None and path[: len(self.prefix)] != self.prefix:
             return self.base.key(path)
-        key = self._find(path[len(self.prefix):])[1]
+        key = self._find(path[len(self.prefix) :])[1]
         if key is None:
             return self.value(path)
         return Pos(key.start_mark.line + 1 + self.line_offset, key.start_mark.column + 1)
@@ -119,7 +119,7 @@ class Marks:
         case); None when no list is written there."""
         if self.base is not None and path[: len(self.prefix)] != self.prefix:
             return self.base.items(path)
-        node, _, reached = self._find(path[len(self.prefix):])
+        node, _, reached = self._find(path[len(self.prefix) :])
         if not reached or not isinstance(node, SequenceNode) or self._pinned(path) is not None:
             return None
         offset = self.line_offset + 1
@@ -127,7 +127,14 @@ class Marks:
 
     def _pinned(self, path: Path) -> Any:
         """The mark pinned at ``path`` or at its nearest pinned ancestor, if any."""
-        return next((self.pinned[path[:cut]] for cut in range(len(path), -1, -1) if path[:cut] in self.pinned), None)
+        return next(
+            (
+                self.pinned[path[:cut]]
+                for cut in range(len(path), -1, -1)
+                if path[:cut] in self.pinned
+            ),
+            None,
+        )
 
     def _find(self, path: Path) -> tuple[Any, Any, bool]:
         """The node at ``path`` (from ``root``), the key node naming it (None for an item), and whether it
@@ -204,9 +211,13 @@ def resolve_plain(value: str) -> Any:
 
     Raises ``ValueError`` for an integer longer than ``int_digits_limit()`` digits (as JSON sources do).
     """
-    if value and value[0] not in _NOT_ONLY_STR:  # most plain scalars (names, words) skip the four patterns
+    if (
+        value and value[0] not in _NOT_ONLY_STR
+    ):  # most plain scalars (names, words) skip the four patterns
         return value
-    if value.isdigit() and value.isascii() and len(value) < 19:  # most numbers: a few decimal digits, as _INT reads
+    if (
+        value.isdigit() and value.isascii() and len(value) < 19
+    ):  # most numbers: a few decimal digits, as _INT reads
         return int(value)
     if _NULL.match(value):
         return None
@@ -243,8 +254,10 @@ def _integer(value: str) -> int:
     else:
         number, digits = None, len(value.lstrip("+-"))
     if limit and digits > limit:
-        raise ValueError(f"an integer of {digits:,} digits ({value[:8]}…{value[-8:]}); trajrun reads integers of "
-                         f"at most {limit:,} digits (Python's limit) — quote it to keep it as a string")
+        raise ValueError(
+            f"an integer of {digits:,} digits ({value[:8]}…{value[-8:]}); trajrun reads integers of "
+            f"at most {limit:,} digits (Python's limit) — quote it to keep it as a string"
+        )
     return int(value) if number is None else number
 
 
@@ -325,7 +338,9 @@ def _load(text: str) -> Loaded:
     except yaml.reader.ReaderError as exc:
         head = text.encode("utf-8")[: exc.position].decode("utf-8", "replace")
         pos = Pos(head.count("\n") + 1, len(head) - (head.rfind("\n") + 1) + 1)
-        raise YamlProblem(f"invalid YAML: {exc.reason} (character {exc.character!r})", pos) from None
+        raise YamlProblem(
+            f"invalid YAML: {exc.reason} (character {exc.character!r})", pos
+        ) from None
     builder = NodeBuilder(Marks(root), unshared(text))
     data = builder.build(root, ()) if root is not None else None
     return Loaded(data, builder.marks, builder.duplicates)
@@ -355,8 +370,10 @@ class _Composer:
         node = self.node(0, ())
         self.parser.get_event()  # DocumentEnd
         if not self.parser.check_event(yaml.StreamEndEvent):
-            raise YamlProblem("expected one YAML document, found several (remove the `---` separator)",
-                              _pos(self.parser.peek_event().start_mark))
+            raise YamlProblem(
+                "expected one YAML document, found several (remove the `---` separator)",
+                _pos(self.parser.peek_event().start_mark),
+            )
         return node
 
     def node(self, depth: int, path: Path) -> Node:
@@ -366,8 +383,11 @@ class _Composer:
             raise YamlProblem(_TOO_DEEP, _pos(event.start_mark))
         if isinstance(event, yaml.AliasEvent):
             if event.anchor not in self.anchors:
-                raise YamlProblem(f"alias *{event.anchor} names no anchor defined before it",
-                                  _pos(event.start_mark), path)
+                raise YamlProblem(
+                    f"alias *{event.anchor} names no anchor defined before it",
+                    _pos(event.start_mark),
+                    path,
+                )
             return self.anchors[event.anchor]
         node = self._start(event, path)
         if event.anchor is not None:
@@ -409,7 +429,11 @@ def _refused(tag: str, mark: Any, path: Path) -> YamlProblem:
     )
 
 
-_ALLOWED_TAGS = {ScalarNode: {"plain", *_SCALAR_TAGS}, SequenceNode: {_CORE + "seq"}, MappingNode: {_CORE + "map"}}
+_ALLOWED_TAGS = {
+    ScalarNode: {"plain", *_SCALAR_TAGS},
+    SequenceNode: {_CORE + "seq"},
+    MappingNode: {_CORE + "map"},
+}
 
 
 def unshared(text: str) -> bool:
@@ -438,8 +462,11 @@ class NodeBuilder:
         if via_alias:
             self.expanded += 1
             if self.expanded > MAX_ALIAS_NODES:
-                raise YamlProblem(f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes; refusing to expand them",
-                                  _pos(node.start_mark), path)
+                raise YamlProblem(
+                    f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes; refusing to expand them",
+                    _pos(node.start_mark),
+                    path,
+                )
         if len(path) > MAX_DEPTH:
             raise YamlProblem(_TOO_DEEP, _pos(node.start_mark), path)
         if node.tag not in _ALLOWED_TAGS[type(node)]:
@@ -450,7 +477,9 @@ class NodeBuilder:
             except ValueError as exc:
                 raise YamlProblem(str(exc), _pos(node.start_mark), path) from None
         if id(node) in self.active:
-            raise YamlProblem("an alias refers to the collection that contains it", _pos(node.start_mark), path)
+            raise YamlProblem(
+                "an alias refers to the collection that contains it", _pos(node.start_mark), path
+            )
         self.active.add(id(node))
         try:
             return self._collection(node, path, via_alias)
@@ -492,8 +521,11 @@ class NodeBuilder:
                 merges.append((key_node, value_node))
                 continue
             if type(key_node) is not ScalarNode:
-                raise YamlProblem("a mapping key must be a plain value, not a list or a map",
-                                  _pos(key_node.start_mark), path)
+                raise YamlProblem(
+                    "a mapping key must be a plain value, not a list or a map",
+                    _pos(key_node.start_mark),
+                    path,
+                )
             key = key_node.value  # the text written, since JSON keys are strings
             if key in out:
                 self._duplicate(key_node, (*path, key))
@@ -506,17 +538,26 @@ class NodeBuilder:
     def _duplicate(self, key_node: Node, path: Path) -> None:
         """Report a key written a second time in one mapping (the first is kept)."""
         first = self.marks.key(path)
-        self.duplicates.append(YamlProblem(
-            f"duplicate key '{path[-1]}' (first written at line {first.line}); remove one of them",
-            _pos(key_node.start_mark), path))
+        self.duplicates.append(
+            YamlProblem(
+                f"duplicate key '{path[-1]}' (first written at line {first.line}); remove one of them",
+                _pos(key_node.start_mark),
+                path,
+            )
+        )
 
-    def _merge(self, out: dict[str, Any], key_node: Node, value_node: Node, path: Path, via_alias: bool) -> None:
+    def _merge(
+        self, out: dict[str, Any], key_node: Node, value_node: Node, path: Path, via_alias: bool
+    ) -> None:
         """Apply one ``<<: *anchor`` (or a list of them): earlier sources win, own keys always win."""
         sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
         for source in sources:
             if not isinstance(source, MappingNode):
-                raise YamlProblem("`<<` merges a map or a list of maps (usually `<<: *anchor`)",
-                                  _pos(key_node.start_mark), path)
+                raise YamlProblem(
+                    "`<<` merges a map or a list of maps (usually `<<: *anchor`)",
+                    _pos(key_node.start_mark),
+                    path,
+                )
             reported = len(self.duplicates)
             merged = self._mapping(source, path, True)
             del self.duplicates[reported:]
@@ -528,7 +569,7 @@ def _scalar(node: ScalarNode) -> Any:
     """A scalar's value under the core schema, honouring an explicit core tag; ``ValueError`` when it cannot be."""
     if node.tag == "plain":
         return resolve_plain(node.value)
-    kind = node.tag[len(_CORE):]
+    kind = node.tag[len(_CORE) :]
     if kind == "str":
         return node.value
     value = resolve_plain(node.value)

@@ -53,7 +53,9 @@ class Split:
             root = compose(piece)
             if not isinstance(root, SequenceNode) or len(root.value) != 1:
                 raise Unsplittable(f"the item at line {line + 1} is not one sequence item")
-            builder = NodeBuilder(Marks(root.value[0], path, line, self.head.marks), unshared(piece))
+            builder = NodeBuilder(
+                Marks(root.value[0], path, line, self.head.marks), unshared(piece)
+            )
             builder.expanded = self.expanded
             data = builder.build(root.value[0], path)
         except (yaml.YAMLError, YamlProblem, RecursionError) as exc:
@@ -92,10 +94,17 @@ def _head(text: str, key: str, first: re.Match[str]) -> Loaded:
         head = load_text(text)
     except YamlProblem as exc:
         raise Unsplittable(exc.message) from None
-    if head.duplicates or not isinstance(head.data, dict) or list(head.data)[-1:] != [key] or head.data[key] is not None:
+    if (
+        head.duplicates
+        or not isinstance(head.data, dict)
+        or list(head.data)[-1:] != [key]
+        or head.data[key] is not None
+    ):
         raise Unsplittable(f"the head does not end with an empty `{key}:`")
     # where the whole file's parse puts the sequence: its first dash
-    head.marks.pinned[(key,)] = yaml.Mark("", first.start(), text.count("\n"), len(first.group(1)), None, None)
+    head.marks.pinned[(key,)] = yaml.Mark(
+        "", first.start(), text.count("\n"), len(first.group(1)), None, None
+    )
     return head
 
 

@@ -82,14 +82,20 @@ class Imported:
     def report(self) -> list[str]:
         """The report for stderr: each line of the input that could not be read (the first few), then one line per
         kind of thing not carried over, with the cases it concerns (names and paths on one line each)."""
-        lines = [f"{self.origin}:{line}: left out: {reason}" for line, reason in self.unreadable[:SHOWN]]
+        lines = [
+            f"{self.origin}:{line}: left out: {reason}" for line, reason in self.unreadable[:SHOWN]
+        ]
         if len(self.unreadable) > SHOWN:
             more = len(self.unreadable) - SHOWN
             lines.append(f"{self.origin}: left out: {more} more lines that could not be read")
         for what, cases in self.dropped.items():
-            shown = ", ".join(cases[:SHOWN]) + (f" and {len(cases) - SHOWN} more" if len(cases) > SHOWN else "")
-            lines.append(f"{self.origin}: not carried over: {what} ({len(cases)} case{'s' if len(cases) != 1 else ''}: "
-                         f"{shown})")
+            shown = ", ".join(cases[:SHOWN]) + (
+                f" and {len(cases) - SHOWN} more" if len(cases) > SHOWN else ""
+            )
+            lines.append(
+                f"{self.origin}: not carried over: {what} ({len(cases)} case{'s' if len(cases) != 1 else ''}: "
+                f"{shown})"
+            )
         return [inline(line) for line in lines]
 
 
@@ -117,22 +123,30 @@ def suite_stem(path: Path) -> str:
     return path.stem or "imported"
 
 
-def write_suites(suites: Sequence[Imported], output: Path | None, force: bool = False) -> list[tuple[str, str]]:
+def write_suites(
+    suites: Sequence[Imported], output: Path | None, force: bool = False
+) -> list[tuple[str, str]]:
     """Each suite's text and where it goes: ``(path, text)`` under ``output``, or ``("-", text)`` for stdout
     (one suite only). Refuses to overwrite an existing file unless ``force``; writes nothing on a refusal."""
     texts = [suite_text(s) for s in suites]
     if output is None:
         if len(suites) != 1:
-            raise ImportProblem(f"{len(suites)} files to import: give -o DIR to write one suite file each")
+            raise ImportProblem(
+                f"{len(suites)} files to import: give -o DIR to write one suite file each"
+            )
         return [("-", texts[0])]
     targets = [output / f"{suite_stem(s.origin)}.suite.yaml" for s in suites]
     clash = next((t for i, t in enumerate(targets) if t in targets[:i]), None)
     if clash is not None:
-        raise ImportProblem(f"two input files would both write {clash}; import them into different folders")
+        raise ImportProblem(
+            f"two input files would both write {clash}; import them into different folders"
+        )
     existing = [t for t in targets if os.path.lexists(t)]
     if existing and not force:
         link = " (a symlink)" if existing[0].is_symlink() else ""
-        raise ImportProblem(f"{existing[0]} exists{link}; pass --force to replace it, or choose another -o folder")
+        raise ImportProblem(
+            f"{existing[0]} exists{link}; pass --force to replace it, or choose another -o folder"
+        )
     for target, text in zip(targets, texts):
         data = text.encode("utf-8")
         _unlink_symlink(target)
@@ -147,8 +161,10 @@ def _unlink_symlink(target: Path) -> None:
         if target.is_symlink():
             target.unlink()
     except OSError as exc:
-        raise ImportProblem(f"{target} is a symlink that cannot be replaced: {exc.strerror or exc}; remove it, or "
-                            "choose another -o folder") from None
+        raise ImportProblem(
+            f"{target} is a symlink that cannot be replaced: {exc.strerror or exc}; remove it, or "
+            "choose another -o folder"
+        ) from None
 
 
 def suite_text(imported: Imported) -> str:
@@ -181,8 +197,10 @@ def _check_loads(text: str, origin: Path) -> None:
         try:
             load_suite(path)
         except SuiteErrors as exc:
-            raise ImportProblem(f"{origin}: the suite written from this file does not load (a trajrun bug; please "
-                                f"report it):\n{exc}") from None
+            raise ImportProblem(
+                f"{origin}: the suite written from this file does not load (a trajrun bug; please "
+                f"report it):\n{exc}"
+            ) from None
 
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")

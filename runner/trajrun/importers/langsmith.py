@@ -23,15 +23,27 @@ from .common import Imported, ImportProblem, SourceChoice, steps_of_calls, suite
 
 REFERENCE_KEYS = ("messages", "trajectory")
 NOT_EXAMPLE = "lines that are not example objects ({inputs, outputs}): left out"
-NO_REFERENCE = "examples without reference messages (outputs.messages): left out; point --select at them"
-UNREADABLE = "examples whose reference messages no trajrun format reads: left out (try `trajrun show`)"
-ANSWER = "the reference's final answer text (trajectory match ignores it too; add `answer:` to check it)"
+NO_REFERENCE = (
+    "examples without reference messages (outputs.messages): left out; point --select at them"
+)
+UNREADABLE = (
+    "examples whose reference messages no trajrun format reads: left out (try `trajrun show`)"
+)
+ANSWER = (
+    "the reference's final answer text (trajectory match ignores it too; add `answer:` to check it)"
+)
 RESULTS = "the reference's tool results (trajectory match compares calls only; add `result:` to a step to check one)"
 NAME_WIDTH = 60
 
 
-def import_langsmith(path: Path, mode: str, args_mode: str, source: SourceChoice, select: str | None = None,
-                     folder: Path | None = None) -> Imported:
+def import_langsmith(
+    path: Path,
+    mode: str,
+    args_mode: str,
+    source: SourceChoice,
+    select: str | None = None,
+    folder: Path | None = None,
+) -> Imported:
     """One exported dataset as a suite whose cases hold each example's reference steps under ``mode``."""
     defaults = {"mode": mode} if args_mode == "exact" else {"mode": mode, "args_mode": args_mode}
     imported = Imported(suite_stem(path), path, _header(path, mode, args_mode, source), defaults)
@@ -54,8 +66,10 @@ def _examples(path: Path, imported: Imported) -> list[tuple[int, Any]]:
     if isinstance(examples, dict) and isinstance(examples.get("examples"), list):
         examples = examples["examples"]
     if not isinstance(examples, list):
-        raise ImportProblem(f"{path}: not a LangSmith dataset export: expected JSONL, one example object a line "
-                            "(or a JSON list of examples)")
+        raise ImportProblem(
+            f"{path}: not a LangSmith dataset export: expected JSONL, one example object a line "
+            "(or a JSON list of examples)"
+        )
     return list(enumerate(examples, 1))
 
 
@@ -68,9 +82,12 @@ def _jsonl_examples(path: Path, zipped: bool, imported: Imported) -> list[tuple[
             chunks = gunzip_chunks(stream) if zipped else raw_chunks(stream)
             for number, (offset, data) in enumerate(lines(chunks, limit), 1):
                 if offset > limit:
-                    raise SourceError(f"the file holds more than {limit:,} bytes, the limit on one source "
-                                      f"document; set {MAX_SOURCE_BYTES_VAR} to a larger number of bytes to read "
-                                      "it", str(path))
+                    raise SourceError(
+                        f"the file holds more than {limit:,} bytes, the limit on one source "
+                        f"document; set {MAX_SOURCE_BYTES_VAR} to a larger number of bytes to read "
+                        "it",
+                        str(path),
+                    )
                 if isinstance(data, Lost):
                     imported.unreadable.append((number, data.reason))
                 elif data and not data.isspace():
@@ -84,8 +101,13 @@ def _jsonl_examples(path: Path, zipped: bool, imported: Imported) -> list[tuple[
     return found
 
 
-def _example(imported: Imported, example: Any, place: tuple[int, int], taken: set[str],
-             options: tuple[SourceChoice, str | None, Path | None]) -> None:
+def _example(
+    imported: Imported,
+    example: Any,
+    place: tuple[int, int],
+    taken: set[str],
+    options: tuple[SourceChoice, str | None, Path | None],
+) -> None:
     """Add one example as a case, or note why it cannot be one; ``place`` is its index and its line."""
     source, select, folder = options
     index, line = place
@@ -95,7 +117,9 @@ def _example(imported: Imported, example: Any, place: tuple[int, int], taken: se
         return
     name = unique_name(_name(example, index), taken)
     try:
-        reference = apply_select(example, select, str(imported.origin)) if select else _reference(example)
+        reference = (
+            apply_select(example, select, str(imported.origin)) if select else _reference(example)
+        )
     except SourceError:
         reference = None
     if reference is None:
@@ -112,8 +136,13 @@ def _example(imported: Imported, example: Any, place: tuple[int, int], taken: se
         imported.drop(RESULTS, name)
     inputs = example.get("inputs")
     args = {"inputs": inputs} if isinstance(inputs, dict) and inputs else {}
-    imported.cases.append({"name": name, "source": source.render(name, args, folder),
-                           "steps": steps_of_calls(traj.calls)})
+    imported.cases.append(
+        {
+            "name": name,
+            "source": source.render(name, args, folder),
+            "steps": steps_of_calls(traj.calls),
+        }
+    )
 
 
 def _reference(example: dict[str, Any]) -> Any:
@@ -122,17 +151,27 @@ def _reference(example: dict[str, Any]) -> Any:
     if isinstance(outputs, list):
         return outputs
     if isinstance(outputs, dict):
-        return next((outputs[k] for k in REFERENCE_KEYS if isinstance(outputs.get(k), (list, dict))), None)
+        return next(
+            (outputs[k] for k in REFERENCE_KEYS if isinstance(outputs.get(k), (list, dict))), None
+        )
     return None
 
 
 def _name(example: dict[str, Any], index: int) -> str:
     """A case name: ``metadata.name``, else the first text input (cut), else the example's id, else its line."""
     metadata = example.get("metadata")
-    if isinstance(metadata, dict) and isinstance(metadata.get("name"), str) and metadata["name"].strip():
+    if (
+        isinstance(metadata, dict)
+        and isinstance(metadata.get("name"), str)
+        and metadata["name"].strip()
+    ):
         return metadata["name"].strip()
     inputs = example.get("inputs")
-    texts = [v for v in inputs.values() if isinstance(v, str) and v.strip()] if isinstance(inputs, dict) else []
+    texts = (
+        [v for v in inputs.values() if isinstance(v, str) and v.strip()]
+        if isinstance(inputs, dict)
+        else []
+    )
     if texts:
         text = " ".join(texts[0].split())
         return text if len(text) <= NAME_WIDTH else text[: NAME_WIDTH - 1] + "…"
@@ -143,9 +182,13 @@ def _name(example: dict[str, Any], index: int) -> str:
 
 def _header(path: Path, mode: str, args_mode: str, source: SourceChoice) -> list[str]:
     """The comment on top of the suite."""
-    lines = [f"Imported by `trajrun import langsmith` from {path.name}.",
-             f"Steps: each example's reference tool calls, mode {mode}, arguments {args_mode}."]
+    lines = [
+        f"Imported by `trajrun import langsmith` from {path.name}.",
+        f"Steps: each example's reference tool calls, mode {mode}, arguments {args_mode}.",
+    ]
     if source.file is None:
-        lines += [f"Source: `{source.python}` is called with the example's `inputs`; it runs the agent and returns",
-                  "its messages. Replace it with your function, or with `source: <file>` for a saved run."]
+        lines += [
+            f"Source: `{source.python}` is called with the example's `inputs`; it runs the agent and returns",
+            "its messages. Replace it with your function, or with `source: <file>` for a saved run.",
+        ]
     return lines

@@ -74,7 +74,9 @@ def args_match(expected: Any, actual: Any, rule: ArgRule, out: list[Diff] | None
     return compare_value(expected, actual, rule.mode, (), skip, out) and ok
 
 
-def _apply_fields(expected: Any, actual: Any, rule: ArgRule, out: list[Diff] | None) -> tuple[bool, frozenset[Path]]:
+def _apply_fields(
+    expected: Any, actual: Any, rule: ArgRule, out: list[Diff] | None
+) -> tuple[bool, frozenset[Path]]:
     """Compare the fields the rule names; returns the verdict and the paths now compared."""
     ok, skip = True, set()
     for name, field in rule.fields:
@@ -96,7 +98,15 @@ def _apply_fields(expected: Any, actual: Any, rule: ArgRule, out: list[Diff] | N
                 ok = False
                 if out is None:
                     return False, frozenset(skip)
-                out.append((path, Within(exp, field.tol) if field.kind == "approx" and is_number(exp) else exp, act))
+                out.append(
+                    (
+                        path,
+                        Within(exp, field.tol)
+                        if field.kind == "approx" and is_number(exp)
+                        else exp,
+                        act,
+                    )
+                )
     return ok, frozenset(skip)
 
 
@@ -157,7 +167,9 @@ def _find(name: str, value: Any) -> list[Any]:
     except TimeoutError as exc:
         raise CheckError(f"field {name!r} stopped: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises whatever the data provokes (mixed types, 1/0)
-        raise CheckError(f"field {name!r} cannot be applied to the arguments: {type(exc).__name__}: {exc}") from None
+        raise CheckError(
+            f"field {name!r} cannot be applied to the arguments: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _datum_path(datum: Any) -> Path:

@@ -22,7 +22,11 @@ def max_matching(caps: list[int], adj: list[list[int]], n_right: int) -> list[in
             return owner
         ptr = [0] * len(caps)
         for source in range(len(caps)):
-            while load[source] < caps[source] and dist[source] == 0 and _augment(source, adj, owner, dist, ptr):
+            while (
+                load[source] < caps[source]
+                and dist[source] == 0
+                and _augment(source, adj, owner, dist, ptr)
+            ):
                 load[source] += 1
 
 
@@ -37,7 +41,9 @@ def _greedy(caps: list[int], adj: list[list[int]], owner: list[int], load: list[
                 load[left] += 1
 
 
-def _layers(caps: list[int], adj: list[list[int]], owner: list[int], load: list[int]) -> list[int] | None:
+def _layers(
+    caps: list[int], adj: list[list[int]], owner: list[int], load: list[int]
+) -> list[int] | None:
     """BFS distances from left nodes with spare capacity; ``None`` when no augmenting path exists."""
     dist = [-1] * len(caps)
     queue = [left for left in range(len(caps)) if load[left] < caps[left]]
@@ -57,7 +63,9 @@ def _layers(caps: list[int], adj: list[list[int]], owner: list[int], load: list[
     return dist if found else None
 
 
-def _augment(source: int, adj: list[list[int]], owner: list[int], dist: list[int], ptr: list[int]) -> bool:
+def _augment(
+    source: int, adj: list[list[int]], owner: list[int], dist: list[int], ptr: list[int]
+) -> bool:
     """Find one augmenting path from ``source`` along the layers (iterative DFS) and flip it."""
     stack, taken = [source], []
     while stack:

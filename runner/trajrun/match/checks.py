@@ -60,7 +60,11 @@ def check_calls(expect: Expectation, traj: Trajectory, errors: list[str]) -> lis
     empty when every bound broke (the summary then says it all).
     """
     counts = {name: len(traj.calls_named(name)) for name in expect.calls}
-    problems = [p for name, bound in expect.calls.items() if (p := _count_problem(name, counts[name], bound))]
+    problems = [
+        p
+        for name, bound in expect.calls.items()
+        if (p := _count_problem(name, counts[name], bound))
+    ]
     if not problems:
         return []
     detail = "" if len(problems) == len(counts) else _calls_table(expect, counts)
@@ -174,15 +178,23 @@ def check_nodes(expect: Expectation, traj: Trajectory, errors: list[str]) -> lis
     if expect.nodes is None:
         return []
     if traj.nodes is None:
-        errors.append(f"nodes: the {traj.format} source has no graph steps; `nodes` needs a graph trajectory (agentevals steps)")
+        errors.append(
+            f"nodes: the {traj.format} source has no graph steps; `nodes` needs a graph trajectory (agentevals steps)"
+        )
         return []
     if len(expect.nodes) != len(traj.nodes):
         summary = f"{len(expect.nodes)} turns expected, {len(traj.nodes)} found"
         return [CheckFailure("nodes", summary, _nodes_table(expect.nodes, traj.nodes))]
-    bad = [t for t, (e, a) in enumerate(zip(expect.nodes, traj.nodes)) if not nodes_match(expect.mode, e, a)]
+    bad = [
+        t
+        for t, (e, a) in enumerate(zip(expect.nodes, traj.nodes))
+        if not nodes_match(expect.mode, e, a)
+    ]
     if not bad:
         return []
-    summary = ", ".join(f"turn {t} differs" for t in bad[:3]) + (f" (+{len(bad) - 3})" if len(bad) > 3 else "")
+    summary = ", ".join(f"turn {t} differs" for t in bad[:3]) + (
+        f" (+{len(bad) - 3})" if len(bad) > 3 else ""
+    )
     return [CheckFailure("nodes", summary, _nodes_table(expect.nodes, traj.nodes))]
 
 
@@ -216,7 +228,9 @@ def check_answer(expect: Expectation, traj: Trajectory, errors: list[str]) -> li
     if expect.answer is UNSET:
         return []
     if traj.answer is None:
-        errors.append("answer: the run has no assistant message with text, so `answer` cannot be checked")
+        errors.append(
+            "answer: the run has no assistant message with text, so `answer` cannot be checked"
+        )
         return []
     try:
         ok = compare_value(expect.answer, traj.answer, "exact")
@@ -237,20 +251,38 @@ def _answer_detail(expected: Any, answer: str) -> str:
         lines = [f"expected: {wanted}", f"actual:   {render_value(answer, ANSWER_WIDTH)}"]
     else:
         shown_exp, shown_act, where = parted
-        lines = [f"expected: {shown_exp}", f"actual:   {shown_act}", *([f"({where})"] if where else [])]
+        lines = [
+            f"expected: {shown_exp}",
+            f"actual:   {shown_act}",
+            *([f"({where})"] if where else []),
+        ]
     hint = contains_hint(expected, answer)
     return "\n".join(lines + ([f"({hint})"] if hint else []))
 
 
 COUNTING_CHECKS: tuple[Check, ...] = (check_never, check_calls, check_budget)
 """The checks beside steps that ``failed_calls: ignore`` runs on the run without failed calls."""
-OTHER_CHECKS: tuple[Check, ...] = (check_never, check_before, check_calls, check_budget, check_latency, check_nodes,
-                                   check_answer)
+OTHER_CHECKS: tuple[Check, ...] = (
+    check_never,
+    check_before,
+    check_calls,
+    check_budget,
+    check_latency,
+    check_nodes,
+    check_answer,
+)
 
 
 def checks_for(expect: Expectation) -> tuple[Check, ...]:
     """The checks of ``OTHER_CHECKS`` that ``expect`` sets, in order; the others hold on every run (a bulk case
     finds them once and skips them on each of a million records)."""
-    used = (expect.never, expect.before, expect.calls, expect.budget is not None, expect.latency,
-            expect.nodes is not None, expect.answer is not UNSET)
+    used = (
+        expect.never,
+        expect.before,
+        expect.calls,
+        expect.budget is not None,
+        expect.latency,
+        expect.nodes is not None,
+        expect.answer is not UNSET,
+    )
     return tuple(compress(OTHER_CHECKS, used))

@@ -432,7 +432,9 @@ def _indexable(value: Any, mode: str) -> bool:
     if isinstance(value, (dict, list)):
         if has_matcher(value):
             return False
-        return mode == "exact" or (isinstance(value, list) and not any(isinstance(v, (dict, list)) for v in value))
+        return mode == "exact" or (
+            isinstance(value, list) and not any(isinstance(v, (dict, list)) for v in value)
+        )
     return not isinstance(value, Matcher)
 
 
@@ -445,7 +447,9 @@ def _spec(value: Any) -> tuple[Hashable, bool]:
     if isinstance(value, str):
         return (_RAW, value), True
     key = plain_key(value)
-    return (("\x00spec", spec_key(value)), False) if key is None and value is not None else (key, True)
+    return (
+        (("\x00spec", spec_key(value)), False) if key is None and value is not None else (key, True)
+    )
 
 
 def result_ok(step: Step, call: ToolCall) -> bool:
@@ -454,4 +458,6 @@ def result_ok(step: Step, call: ToolCall) -> bool:
         return False
     if step.result is UNSET:
         return True
-    return call.has_result and compare_value(step.result, result_as_compared(step.result, call.result), "exact")
+    return call.has_result and compare_value(
+        step.result, result_as_compared(step.result, call.result), "exact"
+    )

@@ -21,8 +21,14 @@ from .steps_report import StepsReport, build_report
 from .verdict import CheckFailure, Evaluation
 
 
-def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
-             verdict_only: bool = False, checks: tuple[Check, ...] | None = None) -> Evaluation:
+def evaluate(
+    expect: Expectation,
+    traj: Trajectory,
+    *,
+    shortcuts: bool = True,
+    verdict_only: bool = False,
+    checks: tuple[Check, ...] | None = None,
+) -> Evaluation:
     """Evaluate every check of a case on one run.
 
     Failures come in check order (steps, never, before, calls, budget, latency, nodes, answer); checks
@@ -43,8 +49,9 @@ def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
             errors.append(problem)
     if expect.steps is not None:
         try:
-            report, failure = check_steps(expect, counted, shortcuts=shortcuts,
-                                          verdict_only=verdict_only)
+            report, failure = check_steps(
+                expect, counted, shortcuts=shortcuts, verdict_only=verdict_only
+            )
         except CheckError as exc:
             errors.append(f"steps: {exc}")
         else:
@@ -54,8 +61,9 @@ def evaluate(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
     return Evaluation(tuple(failures), tuple(errors), report.score if report else None, report)
 
 
-def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True,
-                verdict_only: bool = False) -> tuple[StepsReport, CheckFailure | None]:
+def check_steps(
+    expect: Expectation, traj: Trajectory, *, shortcuts: bool = True, verdict_only: bool = False
+) -> tuple[StepsReport, CheckFailure | None]:
     """Run the steps check (``verdict_only``: see ``evaluate``); raises ``CheckError`` when it cannot be evaluated
     on this run."""
 
@@ -63,14 +71,25 @@ def check_steps(expect: Expectation, traj: Trajectory, *, shortcuts: bool = True
     _require_ordered(expect)
     cand = Candidates(expect, traj, shortcuts=shortcuts)
     named = by_name(expect.mode, cand) if shortcuts and expect.threshold is None else None
-    if named is not None:  # steps by tool name alone, as most policies over logs are, and they passed
-        return (_passed(expect.mode) if verdict_only else build_report(expect, cand, named, True, 1.0, False)), None
+    if (
+        named is not None
+    ):  # steps by tool name alone, as most policies over logs are, and they passed
+        return (
+            _passed(expect.mode)
+            if verdict_only
+            else build_report(expect, cand, named, True, 1.0, False)
+        ), None
     pairs, mode_ok = pair(expect.mode, cand)
     total = None if mode_ok and expect.threshold is None else max_size(cand)
     score = 1.0 if total is None else f1(expect.mode, total, len(cand.steps), len(cand.calls))
     passed = mode_ok if expect.threshold is None else score >= expect.threshold
     in_order = expect.mode in ("strict", "in_order")
-    order_only = not mode_ok and in_order and total == len(cand.steps) and (expect.mode == "in_order" or total == len(cand.calls))
+    order_only = (
+        not mode_ok
+        and in_order
+        and total == len(cand.steps)
+        and (expect.mode == "in_order" or total == len(cand.calls))
+    )
     report = build_report(expect, cand, pairs, passed, score, order_only)
     if passed:
         return report, None
@@ -87,8 +106,10 @@ def _require_ordered(expect: Expectation) -> None:
     """``parallel`` groups (from a golden file or a library caller) need a mode that checks turns."""
     grouped = next((i for i, s in enumerate(expect.steps or ()) if s.group is not None), None)
     if grouped is not None and expect.mode not in ORDERED_MODES:
-        raise CheckError(f"step {grouped} is in a parallel group, which needs mode strict or in_order; mode "
-                         f"'{expect.mode}' ignores turns — list the steps without `parallel`")
+        raise CheckError(
+            f"step {grouped} is in a parallel group, which needs mode strict or in_order; mode "
+            f"'{expect.mode}' ignores turns — list the steps without `parallel`"
+        )
 
 
 def _require_recorded(expect: Expectation, traj: Trajectory) -> None:
@@ -116,5 +137,3 @@ def f1(mode: str, matched: int, n_expected: int, n_actual: int) -> float:
     precision = 1.0 if mode in ("superset", "in_order") or not n_actual else matched / n_actual
     recall = 1.0 if mode == "subset" or not n_expected else matched / n_expected
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
-
-

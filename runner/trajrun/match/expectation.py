@@ -75,14 +75,27 @@ def steps_of(calls: Iterable[ToolCall]) -> tuple[Step, ...]:
     so a map with ``$`` keys compares as a map and is never read as a matcher.
     """
     calls = tuple(calls)
-    rows = zip(map(_NAME, calls), map(_ARGS, calls), repeat(None), repeat(UNSET), repeat(None), repeat(None), repeat(None))
+    rows = zip(
+        map(_NAME, calls),
+        map(_ARGS, calls),
+        repeat(None),
+        repeat(UNSET),
+        repeat(None),
+        repeat(None),
+        repeat(None),
+    )
     return rows_as(Step, rows)
 
 
 def is_bare(step: Step) -> bool:
     """Whether a step is a tool's name alone (no arguments, rule, result, error or group)."""
-    return step.args is ANY_ARGS and step.args_mode is None and step.result is UNSET and step.error is None \
+    return (
+        step.args is ANY_ARGS
+        and step.args_mode is None
+        and step.result is UNSET
+        and step.error is None
         and step.group is None
+    )
 
 
 _NAME = attrgetter("name")
@@ -178,4 +191,5 @@ class Expectation:
         records without decoding or pairing them."""
         return self.failed_calls == "ignore" or any(
             step.args is not ANY_ARGS or step.result is not UNSET or step.error is not None
-            for step in self.steps or ())
+            for step in self.steps or ()
+        )

@@ -70,7 +70,9 @@ def limited(inputs: Mapping[str, Any]) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
-def evaluate_expression(source: str, variables: Mapping[str, Any], inputs: Mapping[str, Any] | None = None) -> Any:
+def evaluate_expression(
+    source: str, variables: Mapping[str, Any], inputs: Mapping[str, Any] | None = None
+) -> Any:
     """The value of a Jinja2 expression with ``variables``, under the bounds (the result is bounded too).
 
     ``inputs`` (default: all of ``variables``) are the ones weighed for the size limit, as in ``limited``.
@@ -98,7 +100,11 @@ def syntax_problem(source: str) -> str | None:
         compile_expression(source)
     except TemplateSyntaxError as exc:
         return str(exc.message)
-    except (RecursionError, SyntaxError, MemoryError):  # Jinja's parser and Python's compiler have depth limits
+    except (
+        RecursionError,
+        SyntaxError,
+        MemoryError,
+    ):  # Jinja's parser and Python's compiler have depth limits
         return "it nests too deeply to compile; split it up"
     return None
 
@@ -133,8 +139,14 @@ def _limit(size: int, what: str) -> None:
     """Refuse ``what`` when it would hold ``size`` characters or items, past the allowance."""
     if size <= MAX_SIZE or size <= (limit := _allowance()):
         return
-    shown = f"{MAX_SIZE:,}" if limit < 2 * MAX_SIZE else f"{limit:,} (4× the variables given, plus {MAX_SIZE:,})"
-    raise TemplateLimit(f"{what} would hold about {size:,} characters or items, past the limit of {shown}")
+    shown = (
+        f"{MAX_SIZE:,}"
+        if limit < 2 * MAX_SIZE
+        else f"{limit:,} (4× the variables given, plus {MAX_SIZE:,})"
+    )
+    raise TemplateLimit(
+        f"{what} would hold about {size:,} characters or items, past the limit of {shown}"
+    )
 
 
 def _limit_text(value: Any, what: str) -> None:
@@ -234,7 +246,10 @@ def _check_formatted(template: str, specs: list[str], values: Any) -> None:
 
 
 _BINOP_CHECKS: dict[str, Callable[[Any, Any], None]] = {
-    "*": _check_multiply, "**": _check_power, "+": _check_add, "%": _check_percent,
+    "*": _check_multiply,
+    "**": _check_power,
+    "+": _check_add,
+    "%": _check_percent,
 }
 
 
@@ -248,7 +263,9 @@ def _padded(text: Any, width: Any = 0, *_: Any, **__: Any) -> int:
 
 def _tabs(text: Any, tabsize: Any = 8, *_: Any, **__: Any) -> int:
     """``expandtabs``: each tab up to ``tabsize`` spaces."""
-    return _size(text) + text.count("\t" if isinstance(text, str) else b"\t") * max(_count(tabsize), 0)
+    return _size(text) + text.count("\t" if isinstance(text, str) else b"\t") * max(
+        _count(tabsize), 0
+    )
 
 
 def _replaced(text: Any, old: Any = "", new: Any = "", count: Any = -1, *_: Any, **__: Any) -> int:
@@ -273,8 +290,14 @@ def _translated(text: Any, table: Any = None, *_: Any, **__: Any) -> int:
 
 
 _METHODS: dict[str, Callable[..., int]] = {
-    "center": _padded, "ljust": _padded, "rjust": _padded, "zfill": _padded, "expandtabs": _tabs,
-    "replace": _replaced, "join": _joined, "translate": _translated,
+    "center": _padded,
+    "ljust": _padded,
+    "rjust": _padded,
+    "zfill": _padded,
+    "expandtabs": _tabs,
+    "replace": _replaced,
+    "join": _joined,
+    "translate": _translated,
 }
 
 
@@ -286,18 +309,29 @@ def _join_filter(value: Any, d: Any = "", *_: Any, **__: Any) -> int:
 def _indented(text: Any, width: Any = 4, *_: Any, **__: Any) -> int:
     """``indent``: each line gets the indentation."""
     text = str(text)
-    return len(text) + (text.count("\n") + 1) * (len(width) if isinstance(width, str) else _count(width))
+    return len(text) + (text.count("\n") + 1) * (
+        len(width) if isinstance(width, str) else _count(width)
+    )
 
 
-def _wrapped(text: Any, width: Any = 79, _long: Any = True, wrapstring: Any = None, *_: Any, **__: Any) -> int:
+def _wrapped(
+    text: Any, width: Any = 79, _long: Any = True, wrapstring: Any = None, *_: Any, **__: Any
+) -> int:
     """``wordwrap``: a wrap string at least every ``width`` characters."""
     text = str(text)
     breaks = len(text) // max(_count(width), 1) + text.count("\n") + 1
     return len(text) + breaks * (len(wrapstring) if isinstance(wrapstring, str) else 1)
 
 
-def _urlized(text: Any, _trim: Any = None, _nofollow: Any = False, target: Any = None, rel: Any = None,
-             *_: Any, **__: Any) -> int:
+def _urlized(
+    text: Any,
+    _trim: Any = None,
+    _nofollow: Any = False,
+    target: Any = None,
+    rel: Any = None,
+    *_: Any,
+    **__: Any,
+) -> int:
     """``urlize``: each possible link (five characters or more) gets its markup, target and rel."""
     text = str(text)
     return 2 * len(text) + (len(text) // 5 + 1) * (40 + _size(target) + _size(rel))
@@ -322,17 +356,52 @@ def _summed(value: Any, _attribute: Any = None, start: Any = 0, *_: Any, **__: A
 
 
 _FILTERS: dict[str, Callable[..., int]] = {
-    "center": _padded, "indent": _indented, "replace": _replaced, "join": _join_filter, "wordwrap": _wrapped,
-    "urlize": _urlized, "format": _formatted, "tojson": _as_json, "sum": _summed,
+    "center": _padded,
+    "indent": _indented,
+    "replace": _replaced,
+    "join": _join_filter,
+    "wordwrap": _wrapped,
+    "urlize": _urlized,
+    "format": _formatted,
+    "tojson": _as_json,
+    "sum": _summed,
     "batch": lambda value, linecount=1, *_, **__: _count(linecount),
     "slice": lambda value, slices=1, *_, **__: _count(slices),
 }
 _MATERIALIZED = ("join", "sum")  # filters whose estimate needs a generator's items
-_NOT_TEXT = frozenset({  # filters that never turn their input into text: no need to weigh it
-    "abs", "attr", "batch", "count", "d", "default", "dictsort", "first", "float", "groupby", "int", "items", "last",
-    "length", "list", "map", "max", "min", "random", "reject", "rejectattr", "reverse", "round", "select",
-    "selectattr", "slice", "sort", "sum", "unique",
-})
+_NOT_TEXT = frozenset(
+    {  # filters that never turn their input into text: no need to weigh it
+        "abs",
+        "attr",
+        "batch",
+        "count",
+        "d",
+        "default",
+        "dictsort",
+        "first",
+        "float",
+        "groupby",
+        "int",
+        "items",
+        "last",
+        "length",
+        "list",
+        "map",
+        "max",
+        "min",
+        "random",
+        "reject",
+        "rejectattr",
+        "reverse",
+        "round",
+        "select",
+        "selectattr",
+        "slice",
+        "sort",
+        "sum",
+        "unique",
+    }
+)
 
 
 def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
@@ -358,7 +427,11 @@ def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _materialized(args: tuple[Any, ...], index: int) -> tuple[Any, ...]:
     """``args`` with the one at ``index`` read into a list (at most the allowance of items) when it is an iterator."""
-    if len(args) <= index or isinstance(args[index], _SIZED) or not isinstance(args[index], Iterator):
+    if (
+        len(args) <= index
+        or isinstance(args[index], _SIZED)
+        or not isinstance(args[index], Iterator)
+    ):
         return args
     items = list(itertools.islice(args[index], _allowance() + 1))
     _limit(len(items), "this sequence")
@@ -368,7 +441,9 @@ def _materialized(args: tuple[Any, ...], index: int) -> tuple[Any, ...]:
 def _check_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """Check a call before it runs: a string method that multiplies is estimated; returns the arguments to use."""
     owner = getattr(func, "__self__", None)
-    estimate = _METHODS.get(getattr(func, "__name__", "")) if isinstance(owner, (str, bytes)) else None
+    estimate = (
+        _METHODS.get(getattr(func, "__name__", "")) if isinstance(owner, (str, bytes)) else None
+    )
     if estimate is None:
         return args
     args = _materialized(args, 0) if func.__name__ == "join" else args
@@ -390,7 +465,9 @@ def _range(*args: int) -> range:
         size = MAX_RANGE + 1
     if size > MAX_RANGE:
         shown = ", ".join(map(str, args))
-        raise TemplateLimit(f"range({shown}) would give more than {MAX_RANGE:,} numbers, the most a template may use")
+        raise TemplateLimit(
+            f"range({shown}) would give more than {MAX_RANGE:,} numbers, the most a template may use"
+        )
     return numbers
 
 
@@ -434,7 +511,9 @@ def _sandbox_class() -> type:
 
         def visit_For(self, node: Any, frame: Any) -> None:
             """Loop over ``environment.bounded_iter(iterable)``."""
-            node.iter = nodes.Call(nodes.EnvironmentAttribute("bounded_iter"), [node.iter], [], None, None)
+            node.iter = nodes.Call(
+                nodes.EnvironmentAttribute("bounded_iter"), [node.iter], [], None, None
+            )
             super().visit_For(node, frame)
 
         def visit_Concat(self, node: Any, frame: Any) -> None:
@@ -459,7 +538,9 @@ def _sandbox_class() -> type:
         def __init__(self, **options: Any) -> None:
             super().__init__(**options)
             self.globals.update(range=_range, lipsum=_lipsum)
-            self.filters = {name: _bounded_filter(name, func) for name, func in self.filters.items()}
+            self.filters = {
+                name: _bounded_filter(name, func) for name, func in self.filters.items()
+            }
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             """An intercepted operator, checked before it runs."""
@@ -484,8 +565,16 @@ def _sandbox_class() -> type:
 
             @wraps(sandboxed)
             def checked(*args: Any, **kwargs: Any) -> str:
-                specs = [spec or "" for _, name, spec, _ in string.Formatter().parse(template) if name is not None]
-                mapping = args[0] if value.__name__ == "format_map" and args and isinstance(args[0], dict) else {}
+                specs = [
+                    spec or ""
+                    for _, name, spec, _ in string.Formatter().parse(template)
+                    if name is not None
+                ]
+                mapping = (
+                    args[0]
+                    if value.__name__ == "format_map" and args and isinstance(args[0], dict)
+                    else {}
+                )
                 _check_formatted(template, specs, [*args, *kwargs.values(), *mapping.values()])
                 return sandboxed(*args, **kwargs)  # type: ignore[no-any-return]
 
@@ -510,7 +599,10 @@ def _sandbox_class() -> type:
             """``a ~ b``: every part's text and their sum checked before ``join`` builds the string."""
             for part in parts:
                 _limit_text(part, "a part joined with ~")
-            _limit(sum(len(p) if isinstance(p, str) else _weight(p, _allowance()) for p in parts), "this ~ join")
+            _limit(
+                sum(len(p) if isinstance(p, str) else _weight(p, _allowance()) for p in parts),
+                "this ~ join",
+            )
             return join(parts)
 
     return BoundedSandbox

@@ -21,8 +21,9 @@ FAILED_CALLS = ("count", "ignore")
 """What a case's ``failed_calls`` may say: count failed calls (the default), or leave them out."""
 NAMED_MOST = 5
 """How many left-out calls the note names (it counts them all)."""
-_IGNORE = ("did you mean 'ignore' (leave calls marked as errors out of steps, calls, never and "
-           "budget)?")
+_IGNORE = (
+    "did you mean 'ignore' (leave calls marked as errors out of steps, calls, never and budget)?"
+)
 _COUNT = "did you mean 'count' (failed calls count like any other call; the default)?"
 FAILED_CALLS_MEANINGS = {
     **dict.fromkeys(("skip", "exclude", "drop", "omit", "leave_out", "ignored"), _IGNORE),
@@ -63,9 +64,11 @@ def unflagged(traj: Trajectory) -> str | None:
     error flag), or None."""
     if not traj.calls or traj.records_errors:
         return None
-    return (f"failed_calls: ignore cannot tell which calls failed: format '{traj.format}' records "
-            "no per-call error flag; add error_when to the source (such as "
-            "`error_when: {$regex: '^Error'}`)")
+    return (
+        f"failed_calls: ignore cannot tell which calls failed: format '{traj.format}' records "
+        "no per-call error flag; add error_when to the source (such as "
+        "`error_when: {$regex: '^Error'}`)"
+    )
 
 
 def left_out_note(traj: Trajectory, ignoring: Evaluation, counting: Evaluation) -> str | None:
@@ -84,8 +87,10 @@ def left_out_note(traj: Trajectory, ignoring: Evaluation, counting: Evaluation) 
     changes = [f"{_listed(would_fail)} would fail"] if would_fail else []
     changes += [f"{_listed(would_pass)} would pass"] if would_pass else []
     count = f"{len(left)} failed call{'s' if len(left) != 1 else ''}"
-    return (f"failed_calls: ignore left out {count}: {calls} "
-            f"(counting {'them' if len(left) != 1 else 'it'}, {' and '.join(changes)})")
+    return (
+        f"failed_calls: ignore left out {count}: {calls} "
+        f"(counting {'them' if len(left) != 1 else 'it'}, {' and '.join(changes)})"
+    )
 
 
 def _listed(names: list[str]) -> str:

@@ -169,7 +169,9 @@ class Type(Matcher):
         if kind == "integer":
             return "integer" in self.names or "number" in self.names
         if kind == "number":
-            return "number" in self.names or ("integer" in self.names and float(actual).is_integer())
+            return "number" in self.names or (
+                "integer" in self.names and float(actual).is_integer()
+            )
         return kind in self.names
 
     def describe(self) -> str:
@@ -271,10 +273,14 @@ class Expr(Matcher):
         try:
             result = evaluate_expression(self.source, {"value": actual})
         except TemplateLimit as exc:
-            raise CheckError(f"$expr {quote_text(self.source)} stopped on {render_value(actual)}: {exc}") from None
+            raise CheckError(
+                f"$expr {quote_text(self.source)} stopped on {render_value(actual)}: {exc}"
+            ) from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
             last = exception_line(exc)
-            raise CheckError(f"$expr {quote_text(self.source)} failed on {render_value(actual)}: {last}") from None
+            raise CheckError(
+                f"$expr {quote_text(self.source)} failed on {render_value(actual)}: {last}"
+            ) from None
         if not isinstance(result, bool):
             raise CheckError(
                 f"$expr {quote_text(self.source)} gave {render_value(result, 40)} ({type(result).__name__}), "
@@ -289,7 +295,11 @@ class Expr(Matcher):
 
 def quote_text(text: str) -> str:
     """A pattern, expression or template as messages quote it: whole, or its start and end when it is long."""
-    return repr(text) if len(text) <= 120 else f"{text[:60]!r}…{text[-40:]!r} ({len(text):,} characters)"
+    return (
+        repr(text)
+        if len(text) <= 120
+        else f"{text[:60]!r}…{text[-40:]!r} ({len(text):,} characters)"
+    )
 
 
 # -- compiling ---------------------------------------------------------------------------------
@@ -334,7 +344,9 @@ def compile_value(raw: Any, path: Path = (), problems: list[SpecError] | None = 
     return raw
 
 
-def _noted(build: Callable[[Any, Path], Any], raw: Any, path: Path, problems: list[SpecError] | None) -> Any:
+def _noted(
+    build: Callable[[Any, Path], Any], raw: Any, path: Path, problems: list[SpecError] | None
+) -> Any:
     """``build(raw, path)``; with ``problems``, a ``SpecError`` is noted there and ``raw`` kept."""
     if problems is None:
         return build(raw, path)
@@ -360,7 +372,9 @@ def _compile_matcher(raw: dict[str, Any], path: Path) -> Any:
     """Build the matcher of one all-``$`` map (several operators: all must hold)."""
     if "$literal" in raw:
         if len(raw) > 1:
-            raise SpecError("$literal must be the only key of its map (it escapes the whole value)", path)
+            raise SpecError(
+                "$literal must be the only key of its map (it escapes the whole value)", path
+            )
         return raw["$literal"]
     if "$tol" in raw and "$approx" not in raw:
         raise SpecError("$tol is the tolerance of $approx; add $approx: <number> beside it", path)
@@ -371,7 +385,9 @@ def _compile_matcher(raw: dict[str, Any], path: Path) -> Any:
         build = _BUILDERS.get(op)
         if build is None:
             near = difflib.get_close_matches(op, [*_BUILDERS, "$literal", "$tol"], n=1)
-            hint = f"did you mean '{near[0]}'?" if near else "known: " + ", ".join(sorted(_BUILDERS))
+            hint = (
+                f"did you mean '{near[0]}'?" if near else "known: " + ", ".join(sorted(_BUILDERS))
+            )
             raise SpecError(f"unknown matcher '{op}' — {hint}", path)
         parts.append(build(op, operand, raw, path))
     return parts[0] if len(parts) == 1 else AllOf(tuple(parts))
@@ -385,7 +401,11 @@ def _need(ok: bool, message: str, path: Path) -> None:
 
 def _regex(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
     """``$regex``: a pattern that compiles."""
-    _need(isinstance(operand, str), f"$regex needs a string pattern, got {render_value(operand, 40)}", path)
+    _need(
+        isinstance(operand, str),
+        f"$regex needs a string pattern, got {render_value(operand, 40)}",
+        path,
+    )
     try:
         return Regex(operand)
     except re.error as exc:
@@ -400,7 +420,11 @@ def _icase(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
 
 def _compare(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
     """``$gt $gte $lt $lte``: a finite number, not a boolean."""
-    _need(is_number(operand) and math.isfinite(operand), f"{op} needs a number, got {render_value(operand, 40)}", path)
+    _need(
+        is_number(operand) and math.isfinite(operand),
+        f"{op} needs a number, got {render_value(operand, 40)}",
+        path,
+    )
     return Compare(op, operand)
 
 
@@ -408,13 +432,19 @@ def _approx(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
     """``$approx``: a number, with an optional ``$tol`` >= 0 beside it."""
     _need(is_number(operand), f"$approx needs a number, got {render_value(operand, 40)}", path)
     tol = raw.get("$tol", 1e-9)
-    _need(is_number(tol) and tol >= 0, f"$tol needs a number >= 0, got {render_value(tol, 40)}", path)
+    _need(
+        is_number(tol) and tol >= 0, f"$tol needs a number >= 0, got {render_value(tol, 40)}", path
+    )
     return Approx(operand, tol)
 
 
 def _in(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
     """``$in``: a list of values (or matchers)."""
-    _need(isinstance(operand, list), f"$in needs a list of values, got {render_value(operand, 40)}", path)
+    _need(
+        isinstance(operand, list),
+        f"$in needs a list of values, got {render_value(operand, 40)}",
+        path,
+    )
     return In([compile_value(v, path) for v in operand])
 
 
@@ -425,19 +455,27 @@ def _type(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
         if name not in JSON_TYPES:
             near = difflib.get_close_matches(str(name), JSON_TYPES, n=1)
             hint = f"did you mean '{near[0]}'?" if near else "use one of " + ", ".join(JSON_TYPES)
-            raise SpecError(f"$type {render_value(name, 40)} is not a JSON Schema type — {hint}", path)
+            raise SpecError(
+                f"$type {render_value(name, 40)} is not a JSON Schema type — {hint}", path
+            )
     return Type(tuple(names))
 
 
 def _absent(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
     """``$absent``: true or false."""
-    _need(isinstance(operand, bool), f"$absent needs true or false, got {render_value(operand, 40)}", path)
+    _need(
+        isinstance(operand, bool),
+        f"$absent needs true or false, got {render_value(operand, 40)}",
+        path,
+    )
     return Absent(operand)
 
 
 def _any(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
     """``$any``: true."""
-    _need(operand is True, "$any takes true (use $absent: true for a key that must be missing)", path)
+    _need(
+        operand is True, "$any takes true (use $absent: true for a key that must be missing)", path
+    )
     return AnyValue()
 
 
@@ -453,7 +491,11 @@ def _not(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
 
 def _expr(op: str, operand: Any, raw: dict[str, Any], path: Path) -> Matcher:
     """``$expr``: a Jinja2 expression that parses."""
-    _need(isinstance(operand, str), f"$expr needs an expression string, got {render_value(operand, 40)}", path)
+    _need(
+        isinstance(operand, str),
+        f"$expr needs an expression string, got {render_value(operand, 40)}",
+        path,
+    )
     problem = syntax_problem(operand)
     _need(problem is None, f"$expr {quote_text(operand)} does not parse: {problem}", path)
     return Expr(operand)
@@ -484,7 +526,11 @@ def result_as_compared(expected: Any, result: Any) -> Any:
     OpenAI Chat and Responses carry every tool output as a string, so ``result: {lat: 51.5}`` must
     see the object the tool returned; a string or pattern still sees the raw text.
     """
-    if not isinstance(result, str) or result.lstrip()[:1] not in ("{", "[") or _wants_text(expected):
+    if (
+        not isinstance(result, str)
+        or result.lstrip()[:1] not in ("{", "[")
+        or _wants_text(expected)
+    ):
         return result
     try:
         value = json.loads(result)

@@ -26,7 +26,9 @@ _GROUP = attrgetter("group")
 def pair(mode: str, cand: Candidates) -> tuple[Pairs, bool]:
     """The mode's pairing and whether the mode holds."""
     n, m = len(cand.steps), len(cand.calls)
-    if cand.aligned() and (mode not in ("strict", "in_order") or _rising(cand.calls) and _together(cand)):
+    if cand.aligned() and (
+        mode not in ("strict", "in_order") or _rising(cand.calls) and _together(cand)
+    ):
         return dict(zip(range(n), range(m))), True
     if mode in ("strict", "in_order"):
         pairs = _ordered(cand)
@@ -45,7 +47,11 @@ def by_name(mode: str, cand: Candidates) -> Pairs | None:
     Bare names of one tool make one class whose candidates are that tool's calls, disjoint from every other
     class's: the general matching pairs the class's steps in order with its calls in order, as here.
     """
-    if mode not in ("unordered", "superset", "subset") or not cand.steps or not all(map(is_bare, cand.steps)):
+    if (
+        mode not in ("unordered", "superset", "subset")
+        or not cand.steps
+        or not all(map(is_bare, cand.steps))
+    ):
         return None
     taken: dict[str, int] = {}
     pairs: Pairs = {}
@@ -96,7 +102,9 @@ def _unordered(cand: Candidates) -> Pairs:
     return _match_block(cand, classes, [cand.class_steps[c] for c in classes], cand.of_class)
 
 
-def _match_block(cand: Candidates, classes: list[int], members: list[list[int]], edges: Any) -> Pairs:
+def _match_block(
+    cand: Candidates, classes: list[int], members: list[list[int]], edges: Any
+) -> Pairs:
     """Match classes (each with its step indices) to calls given by ``edges(cls)``; pair in order."""
     local: dict[int, int] = {}
     adj: list[list[int]] = []
@@ -140,7 +148,11 @@ ALIGN_WORK = 2_000_000
 
 def _units(steps: tuple[Step, ...]) -> list[int]:
     """Where each unit starts (a plain step, or a whole parallel group), then ``len(steps)``."""
-    starts = [i for i, step in enumerate(steps) if step.group is None or i == 0 or steps[i - 1].group != step.group]
+    starts = [
+        i
+        for i, step in enumerate(steps)
+        if step.group is None or i == 0 or steps[i - 1].group != step.group
+    ]
     return [*starts, len(steps)]
 
 
@@ -175,7 +187,9 @@ def _greedy(cand: Candidates, units: list[int], turns: list[tuple[int, list[int]
     return pairs
 
 
-def _optimal(cand: Candidates, units: list[int], turns: list[tuple[int, list[int]]], floor: int) -> Pairs | None:
+def _optimal(
+    cand: Candidates, units: list[int], turns: list[tuple[int, list[int]]], floor: int
+) -> Pairs | None:
     """The most pairs when each turn takes a block of whole units and skipped steps are missing: a DP over
     (unit, turn), each block a maximum matching; None when it would take more than ``ALIGN_WORK`` steps.
 
@@ -192,7 +206,7 @@ def _optimal(cand: Candidates, units: list[int], turns: list[tuple[int, list[int
         for u in range(count - 1, -1, -1):
             row[u], cut[t][u] = after[u], u
             growing, limit = _Growing(cand, turn, budget), len(reach) - bisect_left(reach, u)
-            for k in useful[bisect_left(useful, u):]:
+            for k in useful[bisect_left(useful, u) :]:
                 if not growing.add_all(range(units[k], units[k + 1])):
                     return None
                 if growing.size + after[k + 1] > row[u]:
@@ -208,14 +222,20 @@ def _reach(cand: Candidates, units: list[int], turn: int) -> tuple[list[int], li
     useful: list[int] = []
     last: dict[int, int] = {}
     for k in range(len(units) - 1):
-        found = [pos for i in range(units[k], units[k + 1]) for pos in cand.in_turn(cand.step_class[i], turn)]
+        found = [
+            pos
+            for i in range(units[k], units[k + 1])
+            for pos in cand.in_turn(cand.step_class[i], turn)
+        ]
         if found:
             useful.append(k)
             last.update(dict.fromkeys(found, k))
     return useful, sorted(last.values())
 
 
-def _trace(cand: Candidates, units: list[int], turns: list[tuple[int, list[int]]], cut: list[list[int]]) -> Pairs:
+def _trace(
+    cand: Candidates, units: list[int], turns: list[tuple[int, list[int]]], cut: list[list[int]]
+) -> Pairs:
     """The pairs of the best alignment, block by block."""
     pairs: Pairs = {}
     u = 0
@@ -311,7 +331,9 @@ def _direct_block(cand: Candidates, start: int, edges: set[int], calls: list[int
     return dict(zip(range(start, stop), calls))
 
 
-def _longest_block(cand: Candidates, units: list[int], u: int, turn: int, calls: list[int]) -> Pairs:
+def _longest_block(
+    cand: Candidates, units: list[int], u: int, turn: int, calls: list[int]
+) -> Pairs:
     """The longest run of whole units from unit ``u`` that the calls of one turn can all take."""
     start = units[u]
     edges = units[u + 1 : bisect_right(units, start + len(calls))]
@@ -337,4 +359,6 @@ def _block(cand: Candidates, start: int, stop: int, turn: int) -> Pairs:
     for index in range(start, stop):
         members.setdefault(cand.step_class[index], []).append(index)
     classes = list(members)
-    return _match_block(cand, classes, [members[c] for c in classes], lambda cls: cand.in_turn(cls, turn))
+    return _match_block(
+        cand, classes, [members[c] for c in classes], lambda cls: cand.in_turn(cls, turn)
+    )

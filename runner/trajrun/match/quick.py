@@ -32,20 +32,33 @@ def quick_pass(expect: Expectation) -> tuple[QuickPass, float | None] | None:
     steps = expect.steps
     if expect.failed_calls == "ignore":  # the test reads names alone, not which calls failed
         return None
-    if steps is not None and not (steps and expect.mode in _BY_NAME and expect.threshold is None
-                                  and all(map(is_bare, steps))):
+    if steps is not None and not (
+        steps and expect.mode in _BY_NAME and expect.threshold is None and all(map(is_bare, steps))
+    ):
         return None
     holds = _steps_test(expect.mode, steps) if steps else None
-    never, before, rest = expect.never, expect.before, tuple(c for c in checks_for(expect) if c in _ELSEWHERE)
-    bounds = tuple((name, bound.min or 0, sys.maxsize if bound.max is None else bound.max)
-                   for name, bound in expect.calls.items())
+    never, before, rest = (
+        expect.never,
+        expect.before,
+        tuple(c for c in checks_for(expect) if c in _ELSEWHERE),
+    )
+    bounds = tuple(
+        (name, bound.min or 0, sys.maxsize if bound.max is None else bound.max)
+        for name, bound in expect.calls.items()
+    )
     budget = expect.budget or Budget()
-    most_calls, most_turns = (sys.maxsize if most is None else most for most in (budget.calls, budget.turns))
+    most_calls, most_turns = (
+        sys.maxsize if most is None else most for most in (budget.calls, budget.turns)
+    )
     tokens = budget.tokens
 
     def passes(run: Trajectory) -> bool:
         names = run.names
-        if len(names) > most_calls or run.turns > most_turns or (holds is not None and not holds(names)):
+        if (
+            len(names) > most_calls
+            or run.turns > most_turns
+            or (holds is not None and not holds(names))
+        ):
             return False
         if never and any(map(names.__contains__, never)):
             return False

@@ -36,6 +36,7 @@ SHOW_WIDTH = 60
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 Row = tuple[int | None, int | None, str]
 
+
 @frozen
 class Nearest:
     """The closest actual call to an unmatched expected step, and how it differs.
@@ -79,20 +80,40 @@ class StepsReport:
             "score": self.score,
             "summary": self.summary,
             "pairs": [{"step": s, "call": c} for s, c in self.pairs],
-            "missing": [{"step": s, "expected": step_label(self.expected_steps[s])} for s in self.missing],
-            "unexpected": [{"call": c, "actual": call_label(self.actual_calls[c])} for c in self.unexpected],
-            "nearest": [{"step": n.step, "call": n.call, "diffs": list(n.diffs), "note": n.note} for n in self.nearest],
+            "missing": [
+                {"step": s, "expected": step_label(self.expected_steps[s])} for s in self.missing
+            ],
+            "unexpected": [
+                {"call": c, "actual": call_label(self.actual_calls[c])} for c in self.unexpected
+            ],
+            "nearest": [
+                {"step": n.step, "call": n.call, "diffs": list(n.diffs), "note": n.note}
+                for n in self.nearest
+            ],
         }
 
 
-def build_report(expect: Expectation, cand: Candidates, pairs: Pairs, passed: bool, score: float, order_only: bool) -> StepsReport:
+def build_report(
+    expect: Expectation,
+    cand: Candidates,
+    pairs: Pairs,
+    passed: bool,
+    score: float,
+    order_only: bool,
+) -> StepsReport:
     """The steps report; the table and nearest candidates only when the check failed."""
     n, m = len(cand.steps), len(cand.calls)
     missing = () if len(pairs) == n else tuple(i for i in range(n) if i not in pairs)
     unexpected = () if len(pairs) == m else _unpaired(m, set(pairs.values()))
     base = dict(
-        mode=expect.mode, passed=passed, score=score, pairs=tuple(sorted(pairs.items())), missing=missing,
-        unexpected=unexpected, expected_steps=tuple(cand.steps), actual_calls=tuple(cand.calls),
+        mode=expect.mode,
+        passed=passed,
+        score=score,
+        pairs=tuple(sorted(pairs.items())),
+        missing=missing,
+        unexpected=unexpected,
+        expected_steps=tuple(cand.steps),
+        actual_calls=tuple(cand.calls),
     )
     if passed:
         return StepsReport(**base)  # type: ignore[arg-type]
@@ -142,7 +163,9 @@ def step_diffs(cand: Candidates, index: int, call: ToolCall) -> list[str]:
     lines = [] if call.name == step.name else [f"name: expected {step.name!r}, got {call.name!r}"]
     if rule.compare and step.args is not ANY_ARGS:
         if not args_match(step.args, call.args, rule):
-            lines.append(f"$: compare {inline(rule.compare)} returned false for {render_value(call.args)}")
+            lines.append(
+                f"$: compare {inline(rule.compare)} returned false for {render_value(call.args)}"
+            )
     else:
         diffs: list[Diff] = []
         args_match(step.args, call.args, rule, diffs)
@@ -156,7 +179,9 @@ def step_diffs(cand: Candidates, index: int, call: ToolCall) -> list[str]:
             compare_value(step.result, actual, "exact", (), frozenset(), diffs)
             lines += [_diff_line("result", d) for d in diffs]
     if step.error is not None and bool(call.error) != step.error:
-        lines.append(f"error: expected {str(step.error).lower()}, got {str(bool(call.error)).lower()}")
+        lines.append(
+            f"error: expected {str(step.error).lower()}, got {str(bool(call.error)).lower()}"
+        )
     return lines
 
 
@@ -207,7 +232,9 @@ def _show(value: Any) -> str:
     return "absent" if value is MISSING else render_value(value)
 
 
-def _nearest_all(cand: Candidates, missing: tuple[int, ...], unexpected: tuple[int, ...]) -> tuple[Nearest, ...]:
+def _nearest_all(
+    cand: Candidates, missing: tuple[int, ...], unexpected: tuple[int, ...]
+) -> tuple[Nearest, ...]:
     """The nearest unpaired call for each of the first missing steps."""
     free: dict[str, list[int]] = {}
     for pos in unexpected:
@@ -233,8 +260,12 @@ def _nearest(cand: Candidates, index: int, free: dict[str, list[int]]) -> Neares
     same = sum(1 for c in cand.calls if c.name == step.name)
     if same:
         wanted = sum(1 for s in cand.steps if s.name == step.name)
-        return Nearest(index, None, note=f"every call of {inline(step.name)} is paired with another step ({same} calls "
-                                         f"for {wanted} steps)")
+        return Nearest(
+            index,
+            None,
+            note=f"every call of {inline(step.name)} is paired with another step ({same} calls "
+            f"for {wanted} steps)",
+        )
     names = sorted({c.name for c in cand.calls})
     near = [n for n in names if step.name in n or n in step.name] or difflib.get_close_matches(
         step.name, names, n=1, cutoff=0.75
@@ -244,7 +275,13 @@ def _nearest(cand: Candidates, index: int, free: dict[str, list[int]]) -> Neares
     return Nearest(index, None, note=f"no call of {inline(step.name)}{hint}")
 
 
-def _rows(mode: str, pairs: Pairs, missing: tuple[int, ...], unexpected: tuple[int, ...], nearest: tuple[Nearest, ...]) -> list[Row]:
+def _rows(
+    mode: str,
+    pairs: Pairs,
+    missing: tuple[int, ...],
+    unexpected: tuple[int, ...],
+    nearest: tuple[Nearest, ...],
+) -> list[Row]:
     """Table rows in the actual run's order, each step without a call at its slot (see ``_slots``)."""
     rows: list[Row] = [(i, p, "ok") for i, p in pairs.items()]
     used: set[int] = set()
@@ -255,7 +292,9 @@ def _rows(mode: str, pairs: Pairs, missing: tuple[int, ...], unexpected: tuple[i
             combined.add(near.step)
             rows.append((near.step, near.call, _verdict(near)))
     absent_ok, extra_ok = mode == "subset", mode in ("superset", "in_order")
-    rows += [(i, None, "not called" if absent_ok else "MISSING") for i in missing if i not in combined]
+    rows += [
+        (i, None, "not called" if absent_ok else "MISSING") for i in missing if i not in combined
+    ]
     rows += [(None, p, "extra" if extra_ok else "UNEXPECTED") for p in unexpected if p not in used]
     slots = _slots(rows, pairs if mode in ("strict", "in_order") else {})
 
@@ -298,11 +337,18 @@ def _verdict(near: Nearest) -> str:
     if not diffs:
         return "other turn" if near.note else "out of order"
     first = diffs[0]
-    return "result differs" if first.startswith("result") else "error differs" if first.startswith("error") else "args differ"
+    return (
+        "result differs"
+        if first.startswith("result")
+        else "error differs"
+        if first.startswith("error")
+        else "args differ"
+    )
 
 
 _COUNTED = (
-    ("MISSING", "missing", "missing"), ("UNEXPECTED", "unexpected", "unexpected"),
+    ("MISSING", "missing", "missing"),
+    ("UNEXPECTED", "unexpected", "unexpected"),
     ("args differ", "arg differs", "args differ"),
     ("result differs", "result differs", "results differ"),
     ("error differs", "error differs", "errors differ"),
@@ -319,7 +365,11 @@ def _summary(expect: Expectation, rows: list[Row], score: float, order_only: boo
         counts[verdict] = counts.get(verdict, 0) + 1
     parts = [f"{counts[v]} {one if counts[v] == 1 else many}"
              for v, one, many in _COUNTED if counts.get(v)]  # fmt: skip
-    text = "order differs" if order_only and not counts.get("other turn") else ", ".join(parts) or "no match"
+    text = (
+        "order differs"
+        if order_only and not counts.get("other turn")
+        else ", ".join(parts) or "no match"
+    )
     if expect.threshold is not None:
         return f"score {score:.2f} < {expect.threshold:g} ({text})"
     return text
@@ -336,7 +386,9 @@ def render_table(cand: Candidates, rows: list[Row]) -> str:
         actual = f"[{call.position}] {call_label(call, width)}" if call is not None else ""
         cells.append(("" if index is None else str(index), expected, actual, verdict))
     widths = [max(len(row[k]) for row in cells) for k in range(3)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + "  " + row[3] for row in cells]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + "  " + row[3] for row in cells
+    ]
     if len(shown) < len(rows):
         lines.append(f"... {len(rows) - len(shown)} more rows not shown")
     return "\n".join(line.rstrip() for line in lines)

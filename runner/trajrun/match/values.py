@@ -81,7 +81,13 @@ def json_type(value: Any) -> str:
         return "number"
     if isinstance(value, str):
         return "string"
-    return "array" if isinstance(value, list) else "object" if isinstance(value, dict) else type(value).__name__
+    return (
+        "array"
+        if isinstance(value, list)
+        else "object"
+        if isinstance(value, dict)
+        else type(value).__name__
+    )
 
 
 def scalar_equal(expected: Any, actual: Any) -> bool:
@@ -136,7 +142,11 @@ def same_flat(expected: dict[str, Any], actual: Any) -> bool:
         return False
     for key, value in expected.items():
         found = actual.get(key, MISSING)
-        if type(value) not in FLAT_TYPES or type(found) not in FLAT_TYPES or not (found is value or found == value):
+        if (
+            type(value) not in FLAT_TYPES
+            or type(found) not in FLAT_TYPES
+            or not (found is value or found == value)
+        ):
             return False
     return True
 
@@ -205,7 +215,13 @@ def _render(value: Any) -> str:
     if value is MISSING:
         return "absent"
     if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{_render(v)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ",".join(
+                f"{json.dumps(str(k), ensure_ascii=False)}:{_render(v)}" for k, v in value.items()
+            )
+            + "}"
+        )
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_render(v) for v in value) + "]"
     try:
@@ -328,13 +344,24 @@ def compare_value(
     return ok
 
 
-def _compare_dict(expected: dict[str, Any], actual: dict[str, Any], rule: str, path: Path, skip: frozenset[Path], out: list[Diff] | None) -> bool:
+def _compare_dict(
+    expected: dict[str, Any],
+    actual: dict[str, Any],
+    rule: str,
+    path: Path,
+    skip: frozenset[Path],
+    out: list[Diff] | None,
+) -> bool:
     """Objects: expected keys per the rule, then extra actual keys (failing under exact and subset)."""
     ok = True
     for key, exp in expected.items():
         if key in actual:
             ok = compare_value(exp, actual[key], rule, path + (key,), skip, out) and ok
-        elif rule != "subset" and not (isinstance(exp, Matcher) and exp.on_missing()) and not (skip and path + (key,) in skip):
+        elif (
+            rule != "subset"
+            and not (isinstance(exp, Matcher) and exp.on_missing())
+            and not (skip and path + (key,) in skip)
+        ):
             ok = False
             if out is not None:
                 out.append((path + (key,), exp, MISSING))
@@ -351,7 +378,14 @@ def _compare_dict(expected: dict[str, Any], actual: dict[str, Any], rule: str, p
     return ok
 
 
-def _compare_list(expected: list[Any], actual: list[Any], rule: str, path: Path, skip: frozenset[Path], out: list[Diff] | None) -> bool:
+def _compare_list(
+    expected: list[Any],
+    actual: list[Any],
+    rule: str,
+    path: Path,
+    skip: frozenset[Path],
+    out: list[Diff] | None,
+) -> bool:
     """Lists of one length, element by element under the same rule."""
     ok = True
     for i, (exp, act) in enumerate(zip(expected, actual)):

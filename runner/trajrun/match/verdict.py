@@ -46,12 +46,22 @@ class JudgeVerdict:
             return f"error: {self.error}"
         sign = ">=" if self.passed else "<"
         extra = ", ".join(x for x in (self.model, "cached" if self.cached else "") if x)
-        return f"score {self.score:.2f} {sign} {self.threshold:.2f}" + (f" ({extra})" if extra else "")
+        return f"score {self.score:.2f} {sign} {self.threshold:.2f}" + (
+            f" ({extra})" if extra else ""
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report's ``judge`` object."""
-        return {"score": self.score, "threshold": self.threshold, "passed": self.passed, "reasoning": self.reasoning,
-                "model": self.model, "cached": self.cached, "skipped": self.skipped, "error": self.error}
+        return {
+            "score": self.score,
+            "threshold": self.threshold,
+            "passed": self.passed,
+            "reasoning": self.reasoning,
+            "model": self.model,
+            "cached": self.cached,
+            "skipped": self.skipped,
+            "error": self.error,
+        }
 
 
 @frozen
@@ -82,7 +92,9 @@ class Evaluation:
             parts.append("; ".join(self.errors))
         if self.failures:
             n = len(self.failures)
-            listed = ", ".join(f"{f.check} ({f.summary})" if f.summary else f.check for f in self.failures)
+            listed = ", ".join(
+                f"{f.check} ({f.summary})" if f.summary else f.check for f in self.failures
+            )
             parts.append(f"{n} check{'s' if n > 1 else ''} failed: {listed}")
         return "; ".join(parts) if parts else "passed"
 

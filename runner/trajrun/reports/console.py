@@ -12,12 +12,35 @@ from ..errors import inline
 from ..run.results import CaseResult, RunResult, SuiteResult
 from .text import judge_text, not_a_command, terminal_safe
 
-LETTERS = {"passed": ".", "failed": "F", "error": "E", "skipped": "s", "xfailed": "x", "xpassed": "X"}
-WORDS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED", "xfailed": "XFAIL", "xpassed": "XPASS"}
-COLORS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow", "xfailed": "yellow", "xpassed": "red"}
+LETTERS = {
+    "passed": ".",
+    "failed": "F",
+    "error": "E",
+    "skipped": "s",
+    "xfailed": "x",
+    "xpassed": "X",
+}
+WORDS = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "error": "ERROR",
+    "skipped": "SKIPPED",
+    "xfailed": "XFAIL",
+    "xpassed": "XPASS",
+}
+COLORS = {
+    "passed": "green",
+    "failed": "red",
+    "error": "red",
+    "skipped": "yellow",
+    "xfailed": "yellow",
+    "xpassed": "red",
+}
 PROBLEMS = ("failed", "error", "xpassed")
-BASELINE_WORDS = {"new": "new failure: it did not fail in the baseline",
-                  "known": "known failure: it failed in the baseline too"}
+BASELINE_WORDS = {
+    "new": "new failure: it did not fail in the baseline",
+    "known": "known failure: it failed in the baseline too",
+}
 PROGRESS_MIN_CASES = 50
 DEFAULT_WIDTH = 80
 
@@ -65,7 +88,7 @@ def _paint_verdicts(line: str) -> str:
     def swap(match: re.Match[str]) -> str:
         """The matched verdict word painted, trailing blanks kept."""
         word = match.group().rstrip()
-        return paint(word, "green" if word == "ok" else "red", True) + match.group()[len(word):]
+        return paint(word, "green" if word == "ok" else "red", True) + match.group()[len(word) :]
 
     return head + bar + pattern.sub(swap, tail)
 
@@ -133,10 +156,15 @@ def gate_lines(run: RunResult) -> list[str]:
     rate = run.pass_rate
     if gates.min_pass_rate is not None and rate is not None:
         ran = sum(1 for c in run.cases if c.outcome != "skipped")
-        verdict = "the failures do not fail the run" if run.rate_holds() else \
-            "below it: the failures fail the run"
-        lines.append(f"--min-pass-rate {gates.min_pass_rate:g}: {rate:.1%} of the {ran} "
-                     f"case{'s' if ran != 1 else ''} that ran passed; {verdict}")
+        verdict = (
+            "the failures do not fail the run"
+            if run.rate_holds()
+            else "below it: the failures fail the run"
+        )
+        lines.append(
+            f"--min-pass-rate {gates.min_pass_rate:g}: {rate:.1%} of the {ran} "
+            f"case{'s' if ran != 1 else ''} that ran passed; {verdict}"
+        )
     return lines
 
 
@@ -155,7 +183,8 @@ def _judged(run: RunResult) -> list[str]:
     return [
         f"{inline(case.case_id)}: {inline(text)}"
         for case in run.cases
-        if case.outcome not in PROBLEMS and (text := judge_text(case.evaluation.judge if case.evaluation else None))
+        if case.outcome not in PROBLEMS
+        and (text := judge_text(case.evaluation.judge if case.evaluation else None))
     ]
 
 
@@ -166,7 +195,9 @@ def _status_color(run: RunResult) -> str:
     return "green" if run.counts()["passed"] else "yellow"
 
 
-def render_summary(run: RunResult, *, color: bool = False, width: int = DEFAULT_WIDTH, verbosity: int = 0) -> list[str]:
+def render_summary(
+    run: RunResult, *, color: bool = False, width: int = DEFAULT_WIDTH, verbosity: int = 0
+) -> list[str]:
     """Everything printed after the cases ran, as lines; the last is ``run.summary_line()`` exactly.
 
     A suite's or a source's strings are escaped to stay within their line (``inline``), and no line is
@@ -174,10 +205,15 @@ def render_summary(run: RunResult, *, color: bool = False, width: int = DEFAULT_
     lines: list[str] = []
     # as pytest's: suites not loaded and cases that could not run under ERRORS, then FAILURES
     errors = [line for s in run.suites if s.load_errors for line in _load_block(s, color, width)]
-    errors += [line for c in run.cases if c.outcome == "error"
-               for line in _failure_block(c, color, width)]
-    failures = [line for c in run.cases if c.outcome in ("failed", "xpassed")
-                for line in _failure_block(c, color, width)]
+    errors += [
+        line for c in run.cases if c.outcome == "error" for line in _failure_block(c, color, width)
+    ]
+    failures = [
+        line
+        for c in run.cases
+        if c.outcome in ("failed", "xpassed")
+        for line in _failure_block(c, color, width)
+    ]
     sections = [
         ("ERRORS", errors),
         ("FAILURES", failures),
@@ -226,7 +262,9 @@ class ConsoleReporter:
         """Remember how many cases will run, and decide whether to show a percentage."""
         self.total = total_cases
         self.done = 0
-        self.progress = self.verbosity == 0 and _isatty(self.stream) and total_cases >= PROGRESS_MIN_CASES
+        self.progress = (
+            self.verbosity == 0 and _isatty(self.stream) and total_cases >= PROGRESS_MIN_CASES
+        )
 
     def suite_load_error(self, result: SuiteResult) -> None:
         """Mark a suite file that could not be loaded (its errors are listed at the end)."""
@@ -244,7 +282,9 @@ class ConsoleReporter:
             self._write_line(line + self._percentage(length))
         elif self.verbosity == 0:
             file = result.case_id.partition("::")[0] if "::" in result.case_id else result.file
-            self._letter(file, paint(LETTERS[result.outcome], COLORS[result.outcome], self.color), case=True)
+            self._letter(
+                file, paint(LETTERS[result.outcome], COLORS[result.outcome], self.color), case=True
+            )
 
     def finish(self, run: RunResult) -> None:
         """End the progress line, then print the sections and the summary line last."""

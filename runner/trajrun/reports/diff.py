@@ -91,15 +91,23 @@ class ReportDiff:
 
     def counts(self) -> dict[str, int]:
         """How many entries each section holds, in the order of the closing line."""
-        return {"regressed": len(self.regressed) + len(self.broken), "fixed": len(self.fixed),
-                "still failing": len(self.still_failing), "new": len(self.added),
-                "removed": len(self.removed), "changed": len(self.changed),
-                "score changes": len(self.scores)}
+        return {
+            "regressed": len(self.regressed) + len(self.broken),
+            "fixed": len(self.fixed),
+            "still failing": len(self.still_failing),
+            "new": len(self.added),
+            "removed": len(self.removed),
+            "changed": len(self.changed),
+            "score changes": len(self.scores),
+        }
 
     def summary_line(self) -> str:
         """``1 regressed, 2 fixed, 1 still failing`` (zeros left out), or ``no changes``."""
-        parts = [f"{n} {'score change' if word == 'score changes' and n == 1 else word}"
-                 for word, n in self.counts().items() if n]
+        parts = [
+            f"{n} {'score change' if word == 'score changes' and n == 1 else word}"
+            for word, n in self.counts().items()
+            if n
+        ]
         return ", ".join(parts) or "no changes"
 
 
@@ -116,20 +124,26 @@ def failing_cases(data: Mapping[str, Any]) -> frozenset[Key]:
     return frozenset(key for key, (case, _) in cases if case.get("outcome") in PROBLEMS)
 
 
-def compare(old: Mapping[str, Any], new: Mapping[str, Any], old_file: str,
-            new_file: str) -> ReportDiff:
+def compare(
+    old: Mapping[str, Any], new: Mapping[str, Any], old_file: str, new_file: str
+) -> ReportDiff:
     """The differences between two JSON reports' data (the file names as shown: one line each);
     raises ``DiffError`` when they share no suite."""
     old_file, new_file = inline(old_file), inline(new_file)
     old_suites, new_suites = _suites(old), _suites(new)
     old_suites, new_suites = _named(old_suites, new_suites), _named(new_suites, old_suites)
     if not set(old_suites) & set(new_suites):
-        raise DiffError(f"{old_file} and {new_file} share no suite ({old_file}: "
-                        f"{_names(old_suites)}; {new_file}: {_names(new_suites)}); compare two "
-                        "reports of the same suites")
+        raise DiffError(
+            f"{old_file} and {new_file} share no suite ({old_file}: "
+            f"{_names(old_suites)}; {new_file}: {_names(new_suites)}); compare two "
+            "reports of the same suites"
+        )
     notes, broken = _suite_notes(old_suites, new_suites, old_file, new_file)
-    skipped = {name for name, suite in [*old_suites.items(), *new_suites.items()]
-               if suite.get("load_errors")}
+    skipped = {
+        name
+        for name, suite in [*old_suites.items(), *new_suites.items()]
+        if suite.get("load_errors")
+    }
     olds, news = _cases(old), _cases(new)
     sections: dict[str, list[CaseChange]] = {k: [] for k in SECTIONS}
     for key, (case, suite) in news.items():
@@ -140,13 +154,24 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], old_file: str,
     for key, (case, suite) in olds.items():
         if key not in news and suite not in skipped:
             sections["removed"].append(_change(case, None, key))
-    return ReportDiff(old_file, new_file, html.headline(old.get("summary") or {}),
-                      html.headline(new.get("summary") or {}), broken=tuple(broken),
-                      not_compared=tuple(notes), **{k: tuple(v) for k, v in sections.items()})
+    return ReportDiff(
+        old_file,
+        new_file,
+        html.headline(old.get("summary") or {}),
+        html.headline(new.get("summary") or {}),
+        broken=tuple(broken),
+        not_compared=tuple(notes),
+        **{k: tuple(v) for k, v in sections.items()},
+    )
 
 
-def _sort_case(old: Mapping[str, Any], new: Mapping[str, Any], key: Key,
-               sections: dict[str, list[CaseChange]], files: tuple[str, str]) -> None:
+def _sort_case(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    key: Key,
+    sections: dict[str, list[CaseChange]],
+    files: tuple[str, str],
+) -> None:
     """File a case found in both reports under its section (and under score changes when its score
     moved)."""
     was, now = old.get("outcome"), new.get("outcome")
@@ -175,8 +200,10 @@ def _named(suites: dict[str, Suite], other: Mapping[str, Suite]) -> dict[str, Su
     """``suites`` with each that could not be loaded (named after its file) under the name the other
     report gives the suite of that file."""
     names = {s.get("file"): name for name, s in other.items() if not s.get("load_errors")}
-    return {names.get(suite.get("file"), name) if suite.get("load_errors") else name: suite
-            for name, suite in suites.items()}
+    return {
+        names.get(suite.get("file"), name) if suite.get("load_errors") else name: suite
+        for name, suite in suites.items()
+    }
 
 
 def _cases(data: Mapping[str, Any]) -> dict[Key, tuple[Mapping[str, Any], str]]:
@@ -195,8 +222,9 @@ def _names(suites: Mapping[str, Any]) -> str:
     return (", ".join(shown) or "no suites") + more
 
 
-def _suite_notes(olds: Mapping[str, Suite], news: Mapping[str, Suite], old_file: str,
-                 new_file: str) -> tuple[list[str], list[str]]:
+def _suite_notes(
+    olds: Mapping[str, Suite], news: Mapping[str, Suite], old_file: str, new_file: str
+) -> tuple[list[str], list[str]]:
     """What cannot be compared, suite by suite, and the suite files that no longer load."""
     notes, broken = [], []
     for name in olds.keys() | news.keys():
@@ -215,11 +243,15 @@ def _suite_notes(olds: Mapping[str, Suite], news: Mapping[str, Suite], old_file:
             else:
                 count = len(old.get("cases") or [])
                 file = inline(str(new.get("file", "")))
-                broken.append(f"{shown} ({file}) could not be loaded in {new_file} ({count} "
-                              f"case{'s' if count != 1 else ''} in {old_file}): {first}")
+                broken.append(
+                    f"{shown} ({file}) could not be loaded in {new_file} ({count} "
+                    f"case{'s' if count != 1 else ''} in {old_file}): {first}"
+                )
         elif old.get("load_errors"):
-            notes.append(f"{shown} could not be loaded in {old_file}: its cases in {new_file} are "
-                         "not compared")
+            notes.append(
+                f"{shown} could not be loaded in {old_file}: its cases in {new_file} are "
+                "not compared"
+            )
     return sorted(notes), sorted(broken)
 
 
@@ -227,10 +259,16 @@ def _change(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, key: K
     """One case's entry: its id and message from NEW (OLD for a removed case), outcomes, scores."""
     shown = new if new is not None else old
     assert shown is not None  # a case is in one report at least
-    return CaseChange(str(shown.get("id") or "::".join(key)), key[0], key[1],
-                      old.get("outcome") if old is not None else None,
-                      new.get("outcome") if new is not None else None,
-                      str(shown.get("message") or ""), _score(old), _score(new))
+    return CaseChange(
+        str(shown.get("id") or "::".join(key)),
+        key[0],
+        key[1],
+        old.get("outcome") if old is not None else None,
+        new.get("outcome") if new is not None else None,
+        str(shown.get("message") or ""),
+        _score(old),
+        _score(new),
+    )
 
 
 def _score(case: Mapping[str, Any] | None) -> float | None:
@@ -241,22 +279,30 @@ def _score(case: Mapping[str, Any] | None) -> float | None:
     return float(value)
 
 
-def _regressed(old: Mapping[str, Any], new: Mapping[str, Any], key: Key,
-               files: tuple[str, str]) -> CaseChange:
+def _regressed(
+    old: Mapping[str, Any], new: Mapping[str, Any], key: Key, files: tuple[str, str]
+) -> CaseChange:
     """A regressed case with the step-level difference of its two runs (or why there is none)."""
     change = _change(old, new, key)
     runs = [case.get("trajectory") for case in (old, new)]
     lacking = [file for file, run in zip(files, runs) if not isinstance(run, dict)]
     if lacking:
         verb = "holds" if len(lacking) == 1 else "hold"
-        note = (f"no call table: {' and '.join(lacking)} {verb} no run for this case (it could not "
-                "run, or is a bulk case)")
+        note = (
+            f"no call table: {' and '.join(lacking)} {verb} no run for this case (it could not "
+            "run, or is a bulk case)"
+        )
         return dataclasses.replace(change, calls_note=note)
-    calls = [[c for c in run.get("tool_calls") or [] if isinstance(c, dict)]
-             for run in runs if isinstance(run, dict)]
+    calls = [
+        [c for c in run.get("tool_calls") or [] if isinstance(c, dict)]
+        for run in runs
+        if isinstance(run, dict)
+    ]
     if max(map(len, calls)) > MAX_CALLS:
-        note = (f"no call table: more than {MAX_CALLS:,} calls in a run; compare them with "
-                "`trajrun show -o json`")
+        note = (
+            f"no call table: more than {MAX_CALLS:,} calls in a run; compare them with "
+            "`trajrun show -o json`"
+        )
         return dataclasses.replace(change, calls_note=note)
     return dataclasses.replace(change, calls=tuple(align(calls[0], calls[1])))
 
@@ -268,8 +314,9 @@ def align(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) ->
     before it."""
     keys = [_key(c) for c in old], [_key(c) for c in new]
     matcher = difflib.SequenceMatcher(None, *keys, autojunk=False)
-    pairs = [(a + k, b + k, "same") for a, b, size in matcher.get_matching_blocks()
-             for k in range(size)]
+    pairs = [
+        (a + k, b + k, "same") for a, b, size in matcher.get_matching_blocks() for k in range(size)
+    ]
     taken_old, taken_new = {p[0] for p in pairs}, {p[1] for p in pairs}
     for verdict, same in (("moved", _key), ("args differ", _name)):
         waiting: dict[str, list[int]] = {}
@@ -327,17 +374,30 @@ def _label(call: Mapping[str, Any], position: int) -> str:
     return f"[{position}] {inline(_name(call))} {render_value(call.get('args'))}"
 
 
-def _row(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]], i: int | None,
-         j: int | None, verdict: str) -> CallRow:
+def _row(
+    old: Sequence[Mapping[str, Any]],
+    new: Sequence[Mapping[str, Any]],
+    i: int | None,
+    j: int | None,
+    verdict: str,
+) -> CallRow:
     """One table row; for ``args differ``, each differing argument as ``$.q: was "a", now "b"``."""
     diffs: list[Diff] = []
     if i is not None and j is not None and verdict == "args differ":
         compare_value(old[i].get("args"), new[j].get("args"), "exact", (), frozenset(), diffs)
-    lines = tuple(f"{json_path('$', path)}: was {_shown(was)}, now {_shown(now)}"
-                  for path, was, now in diffs)
+    lines = tuple(
+        f"{json_path('$', path)}: was {_shown(was)}, now {_shown(now)}" for path, was, now in diffs
+    )
     call = new[j] if j is not None else old[i]  # type: ignore[index]
-    return CallRow(i, j, _label(old[i], i) if i is not None else "",
-                   _label(new[j], j) if j is not None else "", verdict, _name(call), lines)
+    return CallRow(
+        i,
+        j,
+        _label(old[i], i) if i is not None else "",
+        _label(new[j], j) if j is not None else "",
+        verdict,
+        _name(call),
+        lines,
+    )
 
 
 def _shown(value: Any) -> str:
@@ -354,8 +414,11 @@ def calls_summary(rows: Sequence[CallRow]) -> str:
             counts[row.verdict] = counts.get(row.verdict, 0) + 1
     words = {"ADDED": "added", "REMOVED": "removed", "moved": "moved", "args differ": "args differ"}
     one = {"args differ": "arg differs"}
-    parts = [f"{counts[v]} {one.get(v, w) if counts[v] == 1 else w}"
-             for v, w in words.items() if v in counts]
+    parts = [
+        f"{counts[v]} {one.get(v, w) if counts[v] == 1 else w}"
+        for v, w in words.items()
+        if v in counts
+    ]
     return ", ".join(parts) or "same calls"
 
 
@@ -381,9 +444,11 @@ def table(rows: Sequence[CallRow]) -> list[str]:
 
 def to_json(diff: ReportDiff) -> dict[str, Any]:
     """The diff as JSON-ready data (``version`` 1), for ``trajrun diff --json``."""
-    data: dict[str, Any] = {"version": VERSION,
-                            "old": {"file": diff.old_file, "headline": diff.old_headline},
-                            "new": {"file": diff.new_file, "headline": diff.new_headline}}
+    data: dict[str, Any] = {
+        "version": VERSION,
+        "old": {"file": diff.old_file, "headline": diff.old_headline},
+        "new": {"file": diff.new_file, "headline": diff.new_headline},
+    }
     for section in SECTIONS:
         data[section] = [_case_json(change) for change in getattr(diff, section)]
     data["broken"] = list(diff.broken)
@@ -395,13 +460,25 @@ def to_json(diff: ReportDiff) -> dict[str, Any]:
 
 def _case_json(change: CaseChange) -> dict[str, Any]:
     """One case's entry as JSON: ``calls`` is ``null`` but for a regressed case."""
-    data: dict[str, Any] = {"id": change.id, "suite": change.suite, "name": change.name,
-                            "old": change.old, "new": change.new, "message": change.message,
-                            "old_score": change.old_score, "new_score": change.new_score,
-                            "calls": None}
+    data: dict[str, Any] = {
+        "id": change.id,
+        "suite": change.suite,
+        "name": change.name,
+        "old": change.old,
+        "new": change.new,
+        "message": change.message,
+        "old_score": change.old_score,
+        "new_score": change.new_score,
+        "calls": None,
+    }
     if change.calls or change.calls_note:
-        rows = [{"old": r.old, "new": r.new, "verdict": r.verdict, "diffs": list(r.diffs)}
-                for r in change.calls]
-        data["calls"] = {"summary": calls_summary(change.calls) if change.calls else "",
-                         "note": change.calls_note, "rows": rows}
+        rows = [
+            {"old": r.old, "new": r.new, "verdict": r.verdict, "diffs": list(r.diffs)}
+            for r in change.calls
+        ]
+        data["calls"] = {
+            "summary": calls_summary(change.calls) if change.calls else "",
+            "note": change.calls_note,
+            "rows": rows,
+        }
     return data

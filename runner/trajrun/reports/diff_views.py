@@ -18,15 +18,23 @@ from .console import DEFAULT_WIDTH, rule
 from .diff import CaseChange, ReportDiff, calls_summary, table
 from .text import not_a_command, terminal_safe
 
-TITLES = {"regressed": "REGRESSED", "fixed": "fixed", "still_failing": "still failing",
-          "added": "new cases", "removed": "removed cases", "changed": "other outcome changes",
-          "scores": "score changes"}
+TITLES = {
+    "regressed": "REGRESSED",
+    "fixed": "fixed",
+    "still_failing": "still failing",
+    "added": "new cases",
+    "removed": "removed cases",
+    "changed": "other outcome changes",
+    "scores": "score changes",
+}
 
 
 def render_text(diff: ReportDiff, width: int = DEFAULT_WIDTH) -> list[str]:
     """The console report: both runs' closing lines, a section per kind of change, counts last."""
-    lines = [f"old: {diff.old_file}: {inline(diff.old_headline)}",
-             f"new: {diff.new_file}: {inline(diff.new_headline)}"]
+    lines = [
+        f"old: {diff.old_file}: {inline(diff.old_headline)}",
+        f"new: {diff.new_file}: {inline(diff.new_headline)}",
+    ]
     for attr, title in TITLES.items():
         changes: tuple[CaseChange, ...] = getattr(diff, attr)
         body = [line for change in changes for line in _entry(attr, change, width)]
@@ -85,8 +93,13 @@ def render_html(diff: ReportDiff) -> str:
         if changes or broken:
             sections.append({"title": title, "key": attr, "changes": changes, "broken": broken})
     summary = diff.summary_line()
-    return _template().render(diff=diff, sections=sections, css=Markup(_asset("report.css")),
-                              headline=summary, title=f"trajrun diff: {summary}")
+    return _template().render(
+        diff=diff,
+        sections=sections,
+        css=Markup(_asset("report.css")),
+        headline=summary,
+        title=f"trajrun diff: {summary}",
+    )
 
 
 def write_html(diff: ReportDiff, path: str | os.PathLike[str]) -> None:
@@ -98,8 +111,12 @@ def write_html(diff: ReportDiff, path: str | os.PathLike[str]) -> None:
 def _view(section: str, change: CaseChange) -> dict[str, Any]:
     """What the template shows of one case."""
     moved = f"{change.old} -> {change.new}" if section == "regressed" else what(section, change)
-    return {"change": change, "outcome": change.new or change.old or "", "what": moved,
-            "summary": calls_summary(change.calls) if change.calls else ""}
+    return {
+        "change": change,
+        "outcome": change.new or change.old or "",
+        "what": moved,
+        "summary": calls_summary(change.calls) if change.calls else "",
+    }
 
 
 def _asset(name: str) -> str:

@@ -37,14 +37,23 @@ def enabled(choice: str | None, environ: Mapping[str, str] = os.environ) -> bool
 def annotations(run: RunResult, workspace: str | None = None) -> list[str]:
     """One ``::error file=…,line=…,title=…::message`` line per failed, erred or xpassed case and per load error."""
     root = Path(workspace or os.environ.get("GITHUB_WORKSPACE") or Path.cwd())
-    lines = [_load_error(suite.file, error, root) for suite in run.suites for error in suite.load_errors]
+    lines = [
+        _load_error(suite.file, error, root) for suite in run.suites for error in suite.load_errors
+    ]
     for case in run.cases:
         if case.outcome in PROBLEMS:
             title = f"{case.suite} :: {case.name} {_outcome(case)}"
             # a known failure that --fail-on new lets pass: a warning
             tolerated = case.baseline == "known" and run.gates.fail_on == "new"
-            lines.append(_command(_relative(case.file, root), case.line, title, _case_text(case),
-                                  "warning" if tolerated else "error"))
+            lines.append(
+                _command(
+                    _relative(case.file, root),
+                    case.line,
+                    title,
+                    _case_text(case),
+                    "warning" if tolerated else "error",
+                )
+            )
     return lines
 
 
@@ -63,12 +72,16 @@ def summary(run: RunResult) -> str:
     loads = [(suite.file, error) for suite in run.suites for error in suite.load_errors]
     if problems or loads:
         lines += ["", "| case | outcome | message |", "| --- | --- | --- |"]
-        lines += [f"| <code>{_cell(file)}</code> | load error | {_cell(error)} |" for file, error in loads]
+        lines += [
+            f"| <code>{_cell(file)}</code> | load error | {_cell(error)} |" for file, error in loads
+        ]
         lines += [f"| {_cell(c.suite)} :: {_cell(c.name)} (<code>{_cell(c.file)}:{c.line}</code>)"
                   f" | {_outcome(c)} | "
                   f"{_cell(c.message)} |" for c in problems[:MAX_SUMMARY_ROWS]]  # fmt: skip
         if len(problems) > MAX_SUMMARY_ROWS:
-            lines.append(f"| … | | {len(problems) - MAX_SUMMARY_ROWS} more; see the JUnit or HTML report |")
+            lines.append(
+                f"| … | | {len(problems) - MAX_SUMMARY_ROWS} more; see the JUnit or HTML report |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -89,8 +102,12 @@ def _load_error(file: str, error: str, root: Path) -> str:
     """A load error (``file:line:col: path: message``) as an annotation on its line."""
     found = _LOAD_LINE.match(error)
     line = int(found["line"]) if found else 1
-    return _command(_relative(file, root), line, f"{Path(file).name} could not be loaded",
-                    found["message"] if found else error)
+    return _command(
+        _relative(file, root),
+        line,
+        f"{Path(file).name} could not be loaded",
+        found["message"] if found else error,
+    )
 
 
 def _command(file: str, line: int, title: str, message: str, level: str = "error") -> str:

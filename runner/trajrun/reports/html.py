@@ -62,38 +62,82 @@ def load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A saved ``--json`` report's data, checked enough to render; raises ``ReportReadError`` saying why not."""
     kind = special_kind(path)
     if kind:
-        raise ReportReadError(f"{path}: it is {kind}; give the file that `trajrun run --json FILE` wrote")
+        raise ReportReadError(
+            f"{path}: it is {kind}; give the file that `trajrun run --json FILE` wrote"
+        )
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
-        raise ReportReadError(f"{path}: file not found; write it with `trajrun run --json {path}`") from None
+        raise ReportReadError(
+            f"{path}: file not found; write it with `trajrun run --json {path}`"
+        ) from None
     except OSError as exc:
         raise ReportReadError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise ReportReadError(f"{path}: not JSON ({exc}); give the file that `trajrun run --json FILE` wrote") from None
+        raise ReportReadError(
+            f"{path}: not JSON ({exc}); give the file that `trajrun run --json FILE` wrote"
+        ) from None
     except RecursionError:
-        raise ReportReadError(f"{path}: not a trajrun JSON report (lists and maps nest too deeply to decode); give "
-                              "the file that `trajrun run --json FILE` wrote") from None
+        raise ReportReadError(
+            f"{path}: not a trajrun JSON report (lists and maps nest too deeply to decode); give "
+            "the file that `trajrun run --json FILE` wrote"
+        ) from None
     problem = _shape_problem(data)
     if problem:
         raise ReportReadError(f"{path}: {problem}")
     return data
 
 
-_COUNT, _NUMBER, _TEXT, _LIST, _MAP = "a whole number of 0 or more", "a number", "a string", "a list", "a map"
-_SUMMARY = {**dict.fromkeys((*OUTCOME_ORDER, "total", "deselected", "judge_skipped", "load_errors", "exit_code"),
-                            _COUNT), "duration": _NUMBER}
+_COUNT, _NUMBER, _TEXT, _LIST, _MAP = (
+    "a whole number of 0 or more",
+    "a number",
+    "a string",
+    "a list",
+    "a map",
+)
+_SUMMARY = {
+    **dict.fromkeys(
+        (*OUTCOME_ORDER, "total", "deselected", "judge_skipped", "load_errors", "exit_code"), _COUNT
+    ),
+    "duration": _NUMBER,
+}
 _SUITE = {"name": _TEXT, "file": _TEXT, "load_errors": _LIST, "cases": _LIST}
-_CASE = {"id": _TEXT, "name": _TEXT, "file": _TEXT, "line": _COUNT, "duration": _NUMBER, "message": _TEXT,
-         "details": _TEXT, "score": _NUMBER, "missing": _LIST, "unexpected": _LIST, "checks": _LIST,
-         "errors": _LIST, "notes": _LIST, "judge": _MAP, "trajectory": _MAP, "steps": _MAP,
-         "bulk": _MAP, "baseline": _TEXT}
-_PARTS = {"trajectory": {"tool_calls": _LIST}, "steps": {"expected": _LIST, "pairs": _LIST, "nearest": _LIST},
-          "bulk": {"records": _COUNT, "files": _COUNT, "passed": _COUNT, "failed": _COUNT, "error": _COUNT,
-                   "by_check": _MAP, "worst": _LIST},
-          "judge": {"score": _NUMBER, "threshold": _NUMBER}}
+_CASE = {
+    "id": _TEXT,
+    "name": _TEXT,
+    "file": _TEXT,
+    "line": _COUNT,
+    "duration": _NUMBER,
+    "message": _TEXT,
+    "details": _TEXT,
+    "score": _NUMBER,
+    "missing": _LIST,
+    "unexpected": _LIST,
+    "checks": _LIST,
+    "errors": _LIST,
+    "notes": _LIST,
+    "judge": _MAP,
+    "trajectory": _MAP,
+    "steps": _MAP,
+    "bulk": _MAP,
+    "baseline": _TEXT,
+}
+_PARTS = {
+    "trajectory": {"tool_calls": _LIST},
+    "steps": {"expected": _LIST, "pairs": _LIST, "nearest": _LIST},
+    "bulk": {
+        "records": _COUNT,
+        "files": _COUNT,
+        "passed": _COUNT,
+        "failed": _COUNT,
+        "error": _COUNT,
+        "by_check": _MAP,
+        "worst": _LIST,
+    },
+    "judge": {"score": _NUMBER, "threshold": _NUMBER},
+}
 """The fields of a JSON report the page reads, by what each must be when present and not null."""
 
 
@@ -107,7 +151,9 @@ def _shape_problem(data: Any) -> str | None:
         shown = version if small else _kind(version)
         return f"JSON report version {shown}, but this trajrun reads version {json_report.VERSION}"
     summary = data.get("summary")
-    problem = _fields_problem(data, {"summary": _MAP}, "") or _fields_problem(summary, _SUMMARY, "summary")
+    problem = _fields_problem(data, {"summary": _MAP}, "") or _fields_problem(
+        summary, _SUMMARY, "summary"
+    )
     for n, suite in enumerate(data["suites"]):
         if problem:
             break
@@ -170,7 +216,11 @@ def _kind(value: Any) -> str:
         return "null" if value is None else "true or false"
     if isinstance(value, (int, float)):
         if _infinite(value):
-            return "a whole number too large to read" if isinstance(value, int) else "NaN or an infinity"
+            return (
+                "a whole number too large to read"
+                if isinstance(value, int)
+                else "NaN or an infinity"
+            )
         return f"a {'negative ' if value < 0 else ''}{'whole' if isinstance(value, int) else 'decimal'} number"
     words = ((str, "a string"), (dict, "a map"), (list, "a list"))
     return next(word for cls, word in words if isinstance(value, cls))
@@ -180,7 +230,11 @@ def headline(summary: Mapping[str, Any]) -> str:
     """``1 passed, 3 failed, 3 errors in 0.01s``, the way ``trajrun run`` ends, from the report's summary."""
     counts = {outcome: summary.get(outcome) or 0 for outcome in OUTCOME_ORDER}
     counts["error"] += summary.get("load_errors") or 0
-    parts = [f"{n} {'errors' if outcome == 'error' and n > 1 else outcome}" for outcome, n in counts.items() if n]
+    parts = [
+        f"{n} {'errors' if outcome == 'error' and n > 1 else outcome}"
+        for outcome, n in counts.items()
+        if n
+    ]
     if summary.get("deselected"):
         parts.append(f"{summary['deselected']} deselected")
     if summary.get("judge_skipped"):
@@ -191,8 +245,10 @@ def headline(summary: Mapping[str, Any]) -> str:
 
 def _page_data(data: Mapping[str, Any]) -> dict[str, Any]:
     """The report as the page embeds it: long results and answers cut to ``MAX_TEXT`` characters."""
-    suites = [{**suite, "cases": [_page_case(c) for c in suite.get("cases") or []]}
-              for suite in data.get("suites", [])]
+    suites = [
+        {**suite, "cases": [_page_case(c) for c in suite.get("cases") or []]}
+        for suite in data.get("suites", [])
+    ]
     return {**data, "suites": suites}
 
 
@@ -201,9 +257,14 @@ def _page_case(case: dict[str, Any]) -> dict[str, Any]:
     traj = case.get("trajectory")
     if not isinstance(traj, dict):
         return case
-    calls = [{**call, "result": _clip(call.get("result"))} if isinstance(call, dict) else call
-             for call in traj.get("tool_calls") or []]
-    return {**case, "trajectory": {**traj, "tool_calls": calls, "answer": _clip(traj.get("answer"))}}
+    calls = [
+        {**call, "result": _clip(call.get("result"))} if isinstance(call, dict) else call
+        for call in traj.get("tool_calls") or []
+    ]
+    return {
+        **case,
+        "trajectory": {**traj, "tool_calls": calls, "answer": _clip(traj.get("answer"))},
+    }
 
 
 def _clip(value: Any) -> Any:
@@ -231,4 +292,6 @@ def _asset(name: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _template() -> jinja2.Template:
     """The page template, compiled once, with HTML autoescaping on (CSS, script and data are marked safe)."""
-    return jinja2.Environment(autoescape=True, keep_trailing_newline=True).from_string(_asset("report.html.j2"))
+    return jinja2.Environment(autoescape=True, keep_trailing_newline=True).from_string(
+        _asset("report.html.j2")
+    )

@@ -169,9 +169,14 @@ def _gates(run: RunResult) -> dict[str, Any] | None:
     if gates.baseline is None and gates.min_pass_rate is None:
         return None
     marks = [c.baseline for c in run.cases]
-    return {"baseline": gates.baseline, "new": marks.count("new"), "known": marks.count("known"),
-            "fail_on": gates.fail_on, "min_pass_rate": gates.min_pass_rate,
-            "pass_rate": _number(run.pass_rate)}
+    return {
+        "baseline": gates.baseline,
+        "new": marks.count("new"),
+        "known": marks.count("known"),
+        "fail_on": gates.fail_on,
+        "min_pass_rate": gates.min_pass_rate,
+        "pass_rate": _number(run.pass_rate),
+    }
 
 
 def _suite(suite: SuiteResult) -> dict[str, Any]:
@@ -200,8 +205,12 @@ def _case(case: CaseResult) -> dict[str, Any]:
         "score": _number(case.score),
         "missing": list(steps.get("missing") or []),
         "unexpected": list(steps.get("unexpected") or []),
-        "checks": [{"check": f.check, "summary": f.summary, "detail": f.detail}
-                   for f in evaluation.failures] if evaluation else [],
+        "checks": [
+            {"check": f.check, "summary": f.summary, "detail": f.detail}
+            for f in evaluation.failures
+        ]
+        if evaluation
+        else [],
         "errors": list(evaluation.errors) if evaluation else [],
         "notes": list(case.notes),
         "judge": _judge(evaluation.judge if evaluation else None),
@@ -215,7 +224,9 @@ def _case(case: CaseResult) -> dict[str, Any]:
 def _trajectory(traj: Trajectory) -> dict[str, Any]:
     """The run as ``trajrun show -o json`` prints it, its calls written one at a time."""
     data = traj.to_dict(calls=False)
-    data["tool_calls"] = _Items(call.to_dict() for call in traj.calls)  # keeps its place among the keys
+    data["tool_calls"] = _Items(
+        call.to_dict() for call in traj.calls
+    )  # keeps its place among the keys
     return data
 
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import BinaryIO
 
-from ..run.results import CaseResult, RunResult, SuiteResult
 from ..files import atomic_write
+from ..run.results import CaseResult, RunResult, SuiteResult
 from .junit_records import record_outcomes
 from .text import judge_text, one_line, seconds, xml_safe
 
@@ -26,8 +26,14 @@ SHOWN = {"failed": frozenset({"failed", "error", "xpassed"}), "all": None, "none
 """The outcomes each ``SYSTEM_OUT`` choice shows (``None``: every one)."""
 
 
-def render(run: RunResult, *, file_line: bool = False, hostname: str | None = None,
-           system_out: str = "failed", each: str = "case") -> ET.Element:
+def render(
+    run: RunResult,
+    *,
+    file_line: bool = False,
+    hostname: str | None = None,
+    system_out: str = "failed",
+    each: str = "case",
+) -> ET.Element:
     """The whole report as ``<testsuites>``: one ``<testsuite>`` per suite file, load failures included.
 
     ``file_line`` adds ``file`` and a 1-based ``line`` to every testcase for annotation tools
@@ -43,8 +49,14 @@ def render(run: RunResult, *, file_line: bool = False, hostname: str | None = No
     return root
 
 
-def write(run: RunResult, path: str | os.PathLike[str], *, file_line: bool = False, system_out: str = "failed",
-          each: str = "case") -> None:
+def write(
+    run: RunResult,
+    path: str | os.PathLike[str],
+    *,
+    file_line: bool = False,
+    system_out: str = "failed",
+    each: str = "case",
+) -> None:
     """Write the report of ``render`` to ``path`` atomically, as UTF-8 with an XML declaration, indented.
 
     The testcases are written one at a time and dropped, so a bulk case reported one testcase per record
@@ -57,7 +69,9 @@ def write(run: RunResult, path: str | os.PathLike[str], *, file_line: bool = Fal
 Parts = Iterator[tuple[ET.Element, Iterator[ET.Element]]]
 
 
-def _parts(run: RunResult, hostname: str | None, file_line: bool, system_out: str, each: str) -> tuple[ET.Element, Parts]:
+def _parts(
+    run: RunResult, hostname: str | None, file_line: bool, system_out: str, each: str
+) -> tuple[ET.Element, Parts]:
     """The ``<testsuites>`` element with its totals, and each ``<testsuite>`` (counts and properties, no
     testcases yet) with an iterator of its testcases, built as they are read."""
     # platform.node() is socket.gethostname() without importing socket (start-up time; click
@@ -67,15 +81,21 @@ def _parts(run: RunResult, hostname: str | None, file_line: bool, system_out: st
     shown = SHOWN[system_out]
     counts = [_counts(s, each) for s in run.suites]
     root = ET.Element("testsuites", {"name": "trajrun"})
-    root.attrib.update({key: str(sum(c[key] for c in counts)) for key in ("tests", "failures", "errors")})
+    root.attrib.update(
+        {key: str(sum(c[key] for c in counts)) for key in ("tests", "failures", "errors")}
+    )
     root.set("time", seconds(run.duration))
-    parts = ((_suite(s, host, c), _testcases(s, seen, file_line, shown, each)) for s, c in zip(run.suites, counts))
+    parts = (
+        (_suite(s, host, c), _testcases(s, seen, file_line, shown, each))
+        for s, c in zip(run.suites, counts)
+    )
     return root, parts
 
 
 def _stream(handle: BinaryIO, root: ET.Element, parts: Parts) -> None:
     """Write what ``ET.indent`` and ``ElementTree.write`` would of the whole tree, one element at a time:
     each child is written after the newline and indentation that ``indent`` puts before it."""
+
     def put(text: str) -> None:
         handle.write(text.encode("utf-8", "xmlcharrefreplace"))  # the errors ElementTree.write uses
 
@@ -113,8 +133,13 @@ def _suite(suite: SuiteResult, host: str, counts: dict[str, int]) -> ET.Element:
     return element
 
 
-def _testcases(suite: SuiteResult, seen: set[tuple[str, str]], file_line: bool, shown: frozenset[str] | None,
-               each: str) -> Iterator[ET.Element]:
+def _testcases(
+    suite: SuiteResult,
+    seen: set[tuple[str, str]],
+    file_line: bool,
+    shown: frozenset[str] | None,
+    each: str,
+) -> Iterator[ET.Element]:
     """A suite's testcases in order: its ``(load)`` case, or one per case (per record for ``each="record"``)."""
     if suite.load_errors:
         yield _load_case(suite, seen, file_line)
@@ -135,7 +160,9 @@ def _counts(suite: SuiteResult, each: str) -> dict[str, int]:
     records = [c.bulk for c in suite.cases if each == "record" and _has_records(c)]
     return {
         "tests": len(outcomes) + sum(b.total for b in records),
-        "failures": outcomes.count("failed") + outcomes.count("xpassed") + sum(b.failed for b in records),
+        "failures": outcomes.count("failed")
+        + outcomes.count("xpassed")
+        + sum(b.failed for b in records),
         "errors": outcomes.count("error") + sum(b.error for b in records),
         "skipped": outcomes.count("skipped") + outcomes.count("xfailed"),
     }
@@ -151,7 +178,9 @@ def _suite_name(suite: SuiteResult) -> str:
     return suite.file if suite.load_errors else suite.name or suite.file
 
 
-def _per_record(case: CaseResult, seen: set[tuple[str, str]], file_line: bool) -> Iterator[ET.Element]:
+def _per_record(
+    case: CaseResult, seen: set[tuple[str, str]], file_line: bool
+) -> Iterator[ET.Element]:
     """A bulk case's testcases, one per record, read from its per-record lines as they are written."""
     for name, tag, message, kind in record_outcomes(case):
         element = _testcase(case.suite, name, seen, 0.0)
@@ -180,7 +209,11 @@ def _properties(suite: SuiteResult) -> ET.Element:
     scores = [c.score for c in suite.cases if c.score is not None]
     if scores:
         figures["mean_score"] = f"{sum(scores) / len(scores):.3f}"
-    judged = [v.score for c in suite.cases if c.evaluation and (v := c.evaluation.judge) and v.score is not None]
+    judged = [
+        v.score
+        for c in suite.cases
+        if c.evaluation and (v := c.evaluation.judge) and v.score is not None
+    ]
     if judged:
         figures["judge_mean_score"] = f"{sum(judged) / len(judged):.3f}"
     element = ET.Element("properties")
@@ -226,15 +259,23 @@ def _load_case(suite: SuiteResult, seen: set[tuple[str, str]], file_line: bool) 
     return element
 
 
-def _case(case: CaseResult, seen: set[tuple[str, str]], file_line: bool, shown: frozenset[str] | None) -> ET.Element:
+def _case(
+    case: CaseResult, seen: set[tuple[str, str]], file_line: bool, shown: frozenset[str] | None
+) -> ET.Element:
     """One ``<testcase>``: its result element by outcome, the actual steps in ``<system-out>``."""
     element = _testcase(case.suite, case.name, seen, case.duration)
     if file_line:
         element.attrib.update({"file": xml_safe(case.file), "line": str(max(case.line, 1))})
-    body = "\n\n".join(p for p in (case.message, case.details) if p) if case.outcome == "error" else case.details
+    body = (
+        "\n\n".join(p for p in (case.message, case.details) if p)
+        if case.outcome == "error"
+        else case.details
+    )
     body = body or case.message
     verdict = case.evaluation.judge if case.evaluation else None
-    judged = judge_text(verdict) if verdict is not None and verdict.passed else ""  # a failing one is in the details
+    judged = (
+        judge_text(verdict) if verdict is not None and verdict.passed else ""
+    )  # a failing one is in the details
     if judged and case.outcome != "passed":
         body = "\n\n".join(p for p in (body, judged) if p)
     if case.notes:
@@ -248,8 +289,12 @@ def _case(case: CaseResult, seen: set[tuple[str, str]], file_line: bool, shown: 
     elif case.outcome in ("skipped", "xfailed"):
         _result(element, "skipped", case.message or case.outcome, None, body)
     elif case.notes or judged:
-        ET.SubElement(element, "system-err").text = xml_safe("\n".join([*([judged] if judged else []), *case.notes]))
-    steps = case.actual_yaml if shown is None or case.outcome in shown else None  # built only when shown
+        ET.SubElement(element, "system-err").text = xml_safe(
+            "\n".join([*([judged] if judged else []), *case.notes])
+        )
+    steps = (
+        case.actual_yaml if shown is None or case.outcome in shown else None
+    )  # built only when shown
     if steps:
         ET.SubElement(element, "system-out").text = xml_safe(steps)
     return element

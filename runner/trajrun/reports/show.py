@@ -25,7 +25,11 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _cell(value: Any) -> str:
     """Compact JSON (or the raw string), escaped to one line by ``inline``, cut at ``MAX_CELL`` characters."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    )
     text = inline(text)
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
@@ -40,7 +44,9 @@ def render_table(traj: Trajectory) -> str:
         if call.error:
             result = f"ERROR {result}"
         took = (_ms(call.duration_ms),) if timed else ()
-        rows.append((str(call.position), str(call.turn), inline(call.name), _cell(call.args), *took, result))
+        rows.append(
+            (str(call.position), str(call.turn), inline(call.name), _cell(call.args), *took, result)
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     usage = traj.usage
@@ -72,7 +78,9 @@ def render_json(traj: Trajectory) -> str:
     """
     data = traj.to_dict()
     text = json.dumps(data, indent=2, ensure_ascii=False)
-    if "NaN" in text or "Infinity" in text:  # maybe a number JSON has not (Python writes it bare): as strings
+    if (
+        "NaN" in text or "Infinity" in text
+    ):  # maybe a number JSON has not (Python writes it bare): as strings
         data = finite(data)
         text = json.dumps(data, indent=2, ensure_ascii=False)
     if _LONE_SURROGATE.search(text):
@@ -86,8 +94,12 @@ def render_yaml(traj: Trajectory) -> str:
     text = yaml.safe_dump(traj.to_dict(), sort_keys=False, allow_unicode=True)
     if not _risky(text):
         return text
-    text = yaml.dump(traj.to_dict(), Dumper=_QuotingDumper, sort_keys=False, allow_unicode=True, width=math.inf)
-    return text.replace("##[", "##\\x5b")  # ``_QuotingDumper`` double-quotes every string that holds it
+    text = yaml.dump(
+        traj.to_dict(), Dumper=_QuotingDumper, sort_keys=False, allow_unicode=True, width=math.inf
+    )
+    return text.replace(
+        "##[", "##\\x5b"
+    )  # ``_QuotingDumper`` double-quotes every string that holds it
 
 
 def render_steps(traj: Trajectory) -> str:

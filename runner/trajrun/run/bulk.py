@@ -55,7 +55,9 @@ def is_bulk(case: Case) -> bool:
 class BulkSession:
     """Runs the bulk cases of one run: the ``--records`` file, the engine (a Dask client is made once), progress."""
 
-    def __init__(self, options: BulkOptions | None = None, jobs: int = 1, reporter: Any = None) -> None:
+    def __init__(
+        self, options: BulkOptions | None = None, jobs: int = 1, reporter: Any = None
+    ) -> None:
         self.options, self.jobs, self.reporter = options or BulkOptions(), jobs, reporter
         self.sink: IO[str] | None = None
         self.engine: Any = None
@@ -82,17 +84,35 @@ class BulkSession:
 
     def run(self, case: Case, suite: Suite, case_id: str) -> CaseResult:
         """Evaluate a bulk case over every record of its source; a problem is the case's error, never a crash."""
-        from ..sources.records import files_of, partitions  # deferred: start-up time of runs without bulk cases
+        from ..sources.records import (
+            files_of,
+            partitions,
+        )  # deferred: start-up time of runs without bulk cases
         from .bulk_eval import BulkSpec  # deferred: as above
         from .bulk_results import Aggregate  # deferred: as above
 
         started = time.perf_counter()
-        base = CaseResult(case_id, suite.name, case.name, str(suite.path), case.loc.line, "error", check_type="error")
+        base = CaseResult(
+            case_id,
+            suite.name,
+            case.name,
+            str(suite.path),
+            case.loc.line,
+            "error",
+            check_type="error",
+        )
         source = case.source
         assert source is not None and source.each is not None
         try:
-            spec = BulkSpec(_expectation(case), source.each, source.format, source.select, source.id,
-                            keep_all=self.options.records is not None, error_when=source.error_when)
+            spec = BulkSpec(
+                _expectation(case),
+                source.each,
+                source.format,
+                source.select,
+                source.id,
+                keep_all=self.options.records is not None,
+                error_when=source.error_when,
+            )
             files = files_of(source.url or str(source.file))
             parts = partitions(files, source.each, self._workers(), self.options.split)
             sink = self._sink()
@@ -100,15 +120,20 @@ class BulkSession:
             aggregate = Aggregate(case_id, sink, self._progress(case_id))
             self._engine().run(spec, parts, aggregate)
         except TrajrunError as exc:
-            return dataclasses.replace(base, message=str(exc), duration=time.perf_counter() - started,
-                                       evaluation=Evaluation(errors=(str(exc),)))
+            return dataclasses.replace(
+                base,
+                message=str(exc),
+                duration=time.perf_counter() - started,
+                evaluation=Evaluation(errors=(str(exc),)),
+            )
         tell = getattr(self.reporter, "records_progress", None)
         if tell is not None:
             tell(case_id, aggregate.seen, True)
         summary = aggregate.summary(source.each, len(files), case.pass_rate, self.options.engine)
         if sink is not None:
-            summary = dataclasses.replace(summary, records_file=str(self.options.records),
-                                          records_span=(start, sink.tell()))
+            summary = dataclasses.replace(
+                summary, records_file=str(self.options.records), records_span=(start, sink.tell())
+            )
         return bulk_result(case, base, summary, time.perf_counter() - started)
 
     def _workers(self) -> int:
@@ -119,12 +144,17 @@ class BulkSession:
         """The engine, made on first use."""
         if self.engine is None:
             if self.options.engine == "dask":
-                from .dask_engine import DaskEngine  # deferred: dask is an optional extra, slow to import
+                from .dask_engine import (
+                    DaskEngine,
+                )  # deferred: dask is an optional extra, slow to import
 
-                self.engine = DaskEngine(self.options.scheduler, self.jobs,
-                                         notes=self.options.notes)
+                self.engine = DaskEngine(
+                    self.options.scheduler, self.jobs, notes=self.options.notes
+                )
             else:
-                from .bulk_local import LocalEngine  # deferred: multiprocessing and tempfile, for bulk cases only
+                from .bulk_local import (
+                    LocalEngine,
+                )  # deferred: multiprocessing and tempfile, for bulk cases only
 
                 self.engine = LocalEngine(self.jobs)
         return self.engine
@@ -158,53 +188,105 @@ def _expectation(case: Case) -> Expectation:
 def bulk_result(case: Case, base: CaseResult, summary: BulkSummary, duration: float) -> CaseResult:
     """A bulk case's outcome from its summary: an error with no record or when every record erred; a failure when
     fewer than ``pass_rate`` of the records passed; ``xfail`` as for any case."""
-    result = dataclasses.replace(base, duration=duration, score=summary.score, bulk=summary, check_type=None)
+    result = dataclasses.replace(
+        base, duration=duration, score=summary.score, bulk=summary, check_type=None
+    )
     if summary.total == 0 or summary.error == summary.total:
-        why = (f"no records: the {summary.files:,} file{'s' if summary.files != 1 else ''} matched hold none"
-               if not summary.total else f"every record erred ({summary.total:,}); first: {summary.worst[0].message}")
-        return dataclasses.replace(result, outcome="error", message=why, check_type="error",
-                                   details=summary.details(), evaluation=Evaluation(errors=(why,)))
+        why = (
+            f"no records: the {summary.files:,} file{'s' if summary.files != 1 else ''} matched hold none"
+            if not summary.total
+            else f"every record erred ({summary.total:,}); first: {summary.worst[0].message}"
+        )
+        return dataclasses.replace(
+            result,
+            outcome="error",
+            message=why,
+            check_type="error",
+            details=summary.details(),
+            evaluation=Evaluation(errors=(why,)),
+        )
     if not summary.ok:
         failure = CheckFailure("records", summary.message(), summary.details())
-        result = dataclasses.replace(result, outcome="failed", message=summary.message(), details=summary.details(),
-                                     check_type="records", evaluation=Evaluation((failure,), score=summary.score))
+        result = dataclasses.replace(
+            result,
+            outcome="failed",
+            message=summary.message(),
+            details=summary.details(),
+            check_type="records",
+            evaluation=Evaluation((failure,), score=summary.score),
+        )
         if case.xfail is not None:
-            return dataclasses.replace(result, outcome="xfailed", message=case.xfail or "expected failure")
+            return dataclasses.replace(
+                result, outcome="xfailed", message=case.xfail or "expected failure"
+            )
         return result
-    notes = (f"{summary.message()}; {summary.share:.2%} passed >= pass_rate {summary.pass_rate:g}",) \
-        if summary.failed + summary.error else ()
-    result = dataclasses.replace(result, outcome="passed", message="", notes=notes,
-                                 evaluation=Evaluation(score=summary.score))
+    notes = (
+        (f"{summary.message()}; {summary.share:.2%} passed >= pass_rate {summary.pass_rate:g}",)
+        if summary.failed + summary.error
+        else ()
+    )
+    result = dataclasses.replace(
+        result,
+        outcome="passed",
+        message="",
+        notes=notes,
+        evaluation=Evaluation(score=summary.score),
+    )
     if case.xfail is not None:
-        return dataclasses.replace(result, outcome="xpassed", message=f"XPASS(strict): {case.xfail}",
-                                   check_type="xpass")
+        return dataclasses.replace(
+            result, outcome="xpassed", message=f"XPASS(strict): {case.xfail}", check_type="xpass"
+        )
     return result
 
 
 def pending_result(case: Case, suite: Suite, case_id: str) -> PendingCase:
     """In a ``-j`` worker: a stand-in result; the parent runs bulk cases itself, each over every worker."""
-    base = CaseResult(case_id, suite.name, case.name, str(suite.path), case.loc.line, "error", check_type=PENDING,
-                      message="bulk case not run: the run stopped before the parent process reached it")
+    base = CaseResult(
+        case_id,
+        suite.name,
+        case.name,
+        str(suite.path),
+        case.loc.line,
+        "error",
+        check_type=PENDING,
+        message="bulk case not run: the run stopped before the parent process reached it",
+    )
     return PendingCase(case, base, [], [], time.perf_counter(), base)
 
 
-def evaluate_bulk(case: Case | Expectation, documents: Any, *, format: str | None = None, select: str | None = None,
-                  id: str | None = None, pass_rate: float | None = None) -> BulkSummary:
+def evaluate_bulk(
+    case: Case | Expectation,
+    documents: Any,
+    *,
+    format: str | None = None,
+    select: str | None = None,
+    id: str | None = None,
+    pass_rate: float | None = None,
+) -> BulkSummary:
     """Evaluate a case (or an expectation) on every document of an iterable or a ``dask.bag``; the summary counts
     them and lists the first failing ones (named by ``id``, else by their 0-based position).
 
     A case lends its source's ``format``, ``select`` and ``id`` and its ``pass_rate``; the keywords win.
     """
-    from .bulk_eval import BulkSpec, evaluate_documents  # deferred: start-up time of runs without bulk cases
+    from .bulk_eval import (
+        BulkSpec,
+        evaluate_documents,
+    )  # deferred: start-up time of runs without bulk cases
     from .bulk_results import Aggregate  # deferred: as above
 
     source = case.source if isinstance(case, Case) else None
     expect = _expectation(case) if isinstance(case, Case) else case
-    spec = BulkSpec(expect, "record", format or (source.format if source else "auto"),
-                    select if select is not None else (source.select if source else None),
-                    id if id is not None else (source.id if source else None),
-                    error_when=source.error_when if source else UNSET)
-    rate = pass_rate if pass_rate is not None else (case.pass_rate if isinstance(case, Case) else 1.0)
+    spec = BulkSpec(
+        expect,
+        "record",
+        format or (source.format if source else "auto"),
+        select if select is not None else (source.select if source else None),
+        id if id is not None else (source.id if source else None),
+        error_when=source.error_when if source else UNSET,
+    )
+    rate = (
+        pass_rate if pass_rate is not None else (case.pass_rate if isinstance(case, Case) else 1.0)
+    )
     aggregate = Aggregate("")
     if hasattr(documents, "map_partitions") and hasattr(documents, "to_delayed"):
         from .dask_engine import evaluate_bag  # deferred: dask is an optional extra, slow to import

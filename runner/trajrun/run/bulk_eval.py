@@ -50,7 +50,9 @@ Emit = Callable[[list[RecordResult], int], None]
 """Where a worker sends a batch of kept records and how many records it evaluated for them."""
 
 
-def evaluate_partition(spec: BulkSpec, part: Partition, emit: Emit | None = None) -> tuple[list[RecordResult], Tally]:
+def evaluate_partition(
+    spec: BulkSpec, part: Partition, emit: Emit | None = None
+) -> tuple[list[RecordResult], Tally]:
     """Read and evaluate one partition. With ``emit``, kept records go out in batches as they come (and none
     are returned); without, they are returned whole. Kept: every record with ``keep_all``, else the first
     failing ones."""
@@ -73,8 +75,9 @@ def young_gc_rarely() -> Iterator[None]:
         gc.set_threshold(*previous)
 
 
-def evaluate_records(spec: BulkSpec, records: Iterable[Record],
-                     emit: Emit | None = None) -> tuple[list[RecordResult], Tally]:
+def evaluate_records(
+    spec: BulkSpec, records: Iterable[Record], emit: Emit | None = None
+) -> tuple[list[RecordResult], Tally]:
     """Evaluate records in order, counting every one and keeping what ``spec`` asks for (see ``evaluate_partition``)."""
     plan = _Plan.of(spec)
     tally, kept, failing, since = Tally(), [], 0, 0
@@ -112,8 +115,14 @@ class _Plan:
         """The plan of ``spec``."""
         quick, score = quick_pass(spec.expect) or (None, None)
         details = spec.expect.reads_call_details or spec.error_when is not UNSET
-        return cls(compile_path(spec.select), compile_path(spec.id), details, checks_for(spec.expect),
-                   quick, score)
+        return cls(
+            compile_path(spec.select),
+            compile_path(spec.id),
+            details,
+            checks_for(spec.expect),
+            quick,
+            score,
+        )
 
 
 def _verdict(spec: BulkSpec, record: Record, plan: _Plan) -> tuple[RecordResult, list[str]]:
@@ -133,13 +142,19 @@ def _verdict(spec: BulkSpec, record: Record, plan: _Plan) -> tuple[RecordResult,
         return RecordResult(record.key, rid, "error", (), _one_line(f"source: {exc}")), []
     except Exception as exc:  # noqa: BLE001 - one record's trouble never stops the others
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return RecordResult(record.key, rid, "error", (), f"internal error: {last} (please report it)"), []
+        return RecordResult(
+            record.key, rid, "error", (), f"internal error: {last} (please report it)"
+        ), []
     if not (evaluation.errors or evaluation.failures):
         return RecordResult(record.key, rid, "passed", (), "passed", evaluation.score), []
     outcome = "error" if evaluation.errors else "failed"
     failed = tuple(f.check for f in evaluation.failures)
-    return (RecordResult(record.key, rid, outcome, failed, _one_line(evaluation.message()), evaluation.score),
-            labels_of(evaluation.failures))
+    return (
+        RecordResult(
+            record.key, rid, outcome, failed, _one_line(evaluation.message()), evaluation.score
+        ),
+        labels_of(evaluation.failures),
+    )
 
 
 def _record_id(name: Any, doc: Any) -> str | None:
@@ -164,7 +179,9 @@ def numbered(documents: Iterable[Any]) -> Iterator[Record]:
     return (Record(index, doc) for index, doc in enumerate(documents))
 
 
-def evaluate_documents(spec: BulkSpec, documents: Iterable[Any]) -> tuple[list[RecordResult], Tally]:
+def evaluate_documents(
+    spec: BulkSpec, documents: Iterable[Any]
+) -> tuple[list[RecordResult], Tally]:
     """Evaluate documents in hand (a Dask bag's partition, a library caller's iterable), named by position."""
     with young_gc_rarely():
         kept, tally = evaluate_records(spec, numbered(documents))

@@ -44,7 +44,11 @@ class LocalEngine:
 
     def run(self, spec: BulkSpec, parts: list[Partition], aggregate: Aggregate) -> None:
         """Evaluate every partition, feeding ``aggregate`` in partition order."""
-        if self.jobs == 1 or len(parts) == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        if (
+            self.jobs == 1
+            or len(parts) == 1
+            or "fork" not in multiprocessing.get_all_start_methods()
+        ):
             for part in parts:
                 emit = functools.partial(aggregate.records, part.path, part.start)
                 _, tally = evaluate_partition(spec, part, emit)
@@ -119,7 +123,9 @@ class _Pool:
         for worker in self.workers:
             if worker.index is not None:
                 owners[worker.conn] = owners[worker.process.sentinel] = worker
-        if not owners:  # every partition handed out and answered, yet one is missing: never wait forever
+        if (
+            not owners
+        ):  # every partition handed out and answered, yet one is missing: never wait forever
             raise RuntimeError(f"bulk partition {self.head} was never reported")
         return list({id(owners[r]): owners[r] for r in wait(list(owners))}.values())
 
@@ -174,8 +180,11 @@ class _Pool:
         index = worker.index
         assert index is not None
         part, code = self.parts[index], worker.process.exitcode or 0
-        how = f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else \
-            f"exited with status {code}"
+        how = (
+            f"killed by {signal.Signals(-code).name}"
+            if code < 0 and -code in signal.valid_signals()
+            else f"exited with status {code}"
+        )
         error = RecordResult(f"{part.path}@{part.start}", None, "error", (),
                              f"source: the worker process died while reading this partition ({how})")  # fmt: skip
         self._batch(index, [error], 1)
@@ -224,7 +233,9 @@ def _work(conn: Connection, spec: BulkSpec, parts: list[Partition]) -> None:
     end_with_parent()  # mid-partition too, where the pipe is not read
     try:
         while (index := conn.recv()) is not None:
-            _, tally = evaluate_partition(spec, parts[index], lambda kept, n: conn.send(("batch", index, kept, n)))
+            _, tally = evaluate_partition(
+                spec, parts[index], lambda kept, n: conn.send(("batch", index, kept, n))
+            )
             conn.send(("done", index, tally))
     except (EOFError, OSError):  # the parent is gone
         pass

@@ -50,8 +50,14 @@ class RecordLine(NamedTuple):
     def to_dict(self, case: str | None = None) -> dict[str, Any]:
         """The JSON shape of a ``--records`` line (with ``case``) or of a JSON report's worst record."""
         head = {"case": case} if case is not None else {}
-        return {**head, "record": self.record, "outcome": self.outcome, "checks": list(self.checks),
-                "message": self.message, "score": None if self.score is None else round(self.score, 6)}
+        return {
+            **head,
+            "record": self.record,
+            "outcome": self.outcome,
+            "checks": list(self.checks),
+            "message": self.message,
+            "score": None if self.score is None else round(self.score, 6),
+        }
 
 
 @dataclass
@@ -122,12 +128,18 @@ class BulkSummary:
     @property
     def ok(self) -> bool:
         """Whether enough records passed: every one by default, ``pass_rate`` of them when set."""
-        return self.total > 0 and (self.passed == self.total or (self.pass_rate < 1 and self.share >= self.pass_rate))
+        return self.total > 0 and (
+            self.passed == self.total or (self.pass_rate < 1 and self.share >= self.pass_rate)
+        )
 
     def message(self) -> str:
         """One line: ``37 of 1,000,000 records failed: never (refund_all) 30, budget 7; 2 erred``."""
         bad = self.failed + self.error
-        rate = f" ({self.share:.2%} passed, pass_rate {self.pass_rate:g})" if self.pass_rate < 1 else ""
+        rate = (
+            f" ({self.share:.2%} passed, pass_rate {self.pass_rate:g})"
+            if self.pass_rate < 1
+            else ""
+        )
         counts = ", ".join(f"{label} {n:,}" for label, n in self.by_check)
         line = f"{bad:,} of {self.total:,} record{'s' if self.total != 1 else ''} failed{rate}"
         line += f": {counts}" if counts else ""
@@ -140,10 +152,18 @@ class BulkSummary:
                  f"from {self.files:,} file{'s' if self.files != 1 else ''}"]  # fmt: skip
         if self.by_check:
             width = max(len(label) for label, _ in self.by_check)
-            lines += ["", "failures by check:", *(f"  {label.ljust(width)}  {n:,}" for label, n in self.by_check)]
+            lines += [
+                "",
+                "failures by check:",
+                *(f"  {label.ljust(width)}  {n:,}" for label, n in self.by_check),
+            ]
         if self.worst:
             bad = self.failed + self.error
-            head = f"first {len(self.worst)} failing records" if bad > len(self.worst) else "failing records"
+            head = (
+                f"first {len(self.worst)} failing records"
+                if bad > len(self.worst)
+                else "failing records"
+            )
             ids = [inline(r.record) for r in self.worst]
             width = max(map(len, ids))
             lines += ["", f"{head}:", *(f"  {rid.ljust(width)}  {r.outcome:<6}  {inline(r.message)}"
@@ -162,21 +182,30 @@ class BulkSummary:
 
 def labels_of(failures: Iterable[Any]) -> list[str]:
     """The labels a record's failed checks are counted under: ``never (refund_all)``, ``budget``."""
-    return [f"{f.check} ({f.summary})" if f.check in LABELLED and f.summary else f.check for f in failures]
+    return [
+        f"{f.check} ({f.summary})" if f.check in LABELLED and f.summary else f.check
+        for f in failures
+    ]
 
 
 class Aggregate:
     """Takes partitions' results in order on the client: names the records, writes ``--records`` lines, counts."""
 
-    def __init__(self, case_id: str, sink: IO[str] | None = None,
-                 progress: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        case_id: str,
+        sink: IO[str] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
         self.case_id, self.sink, self.progress = case_id, sink, progress
         self.tally = Tally()
         self.worst: list[RecordLine] = []
         self.offsets: dict[str, int] = {}
         self.seen = 0
 
-    def records(self, path: str, start: int, results: Iterable[RecordResult], evaluated: int = 0) -> None:
+    def records(
+        self, path: str, start: int, results: Iterable[RecordResult], evaluated: int = 0
+    ) -> None:
         """A batch of one partition's records (``path``, byte ``start``), in order; ``evaluated`` records were
         read for it in all (the batch may hold only the failing ones)."""
         offset = self.offsets.get(path, 0) if start else 0

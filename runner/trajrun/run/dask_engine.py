@@ -33,12 +33,18 @@ CONNECT_TIMEOUT = 10.0
 WORKERS_TIMEOUT = 30.0
 """Seconds to wait for a first worker when the scheduler has none yet."""
 ADDRESS_VAR = "DASK_SCHEDULER_ADDRESS"
-INSTALL = ("--engine dask needs dask.distributed and fsspec, which are not installed: "
-           "pip install 'trajrun[dask]'")
-SHARED = ("every worker reads the files itself: put them on storage every worker mounts at the "
-          "same path, or name them by an object-store URL (s3://…, gs://…)")
-REACH = ("check that every worker reaches it (the filesystem's package, such as s3fs, and its "
-         "credentials installed there)")
+INSTALL = (
+    "--engine dask needs dask.distributed and fsspec, which are not installed: "
+    "pip install 'trajrun[dask]'"
+)
+SHARED = (
+    "every worker reads the files itself: put them on storage every worker mounts at the "
+    "same path, or name them by an object-store URL (s3://…, gs://…)"
+)
+REACH = (
+    "check that every worker reaches it (the filesystem's package, such as s3fs, and its "
+    "credentials installed there)"
+)
 
 
 def _distributed() -> Any:
@@ -54,8 +60,13 @@ class DaskEngine:
     """A Dask client (and the ``LocalCluster`` it started, if any) for the bulk cases of one run;
     ``notes`` hears what the run should say (the dashboard's link, a worker lost)."""
 
-    def __init__(self, scheduler: str | None = None, jobs: int = 1, workers: int | None = None,
-                 notes: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        scheduler: str | None = None,
+        jobs: int = 1,
+        workers: int | None = None,
+        notes: Callable[[str], None] | None = None,
+    ) -> None:
         distributed = _distributed()
         self.cluster, self.notes = None, notes or (lambda _: None)
         address = scheduler or os.environ.get(ADDRESS_VAR, "").strip()
@@ -75,8 +86,14 @@ class DaskEngine:
         # of their time, and the preload makes each die with this process
         with dask_config().set({"distributed.worker.profile.enabled": False}):
             self.cluster = distributed.LocalCluster(
-                n_workers=count, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address=None, silence_logs=logging.ERROR, preload=["trajrun.run.orphans"])
+                n_workers=count,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+                preload=["trajrun.run.orphans"],
+            )
         self.client = distributed.Client(self.cluster)
 
     def workers(self) -> int:
@@ -114,8 +131,10 @@ class DaskEngine:
             self.client.cancel([future for _, future in pending])
         for worker, count in lost_workers(self.client, began, set(keys)):
             tasks = f"{count} task{'s' if count != 1 else ''}"
-            self.notes(f"note: Dask worker {worker} was lost mid-run; Dask ran its {tasks} again "
-                       "on the other workers")
+            self.notes(
+                f"note: Dask worker {worker} was lost mid-run; Dask ran its {tasks} again "
+                "on the other workers"
+            )
 
 
 def _connect(distributed: Any, address: str, named_by: str) -> Any:
@@ -126,7 +145,8 @@ def _connect(distributed: Any, address: str, named_by: str) -> Any:
         raise TrajrunError(
             f"cannot reach the Dask scheduler at {address} (from {named_by}): {exc}; check "
             f"the address (for example tcp://10.0.0.5:8786), or leave out --scheduler and "
-            f"{ADDRESS_VAR} to start a cluster on this machine") from None
+            f"{ADDRESS_VAR} to start a cluster on this machine"
+        ) from None
 
 
 def check_cluster(client: Any, address: str) -> None:
@@ -136,9 +156,11 @@ def check_cluster(client: Any, address: str) -> None:
     try:
         client.wait_for_workers(1, timeout=WORKERS_TIMEOUT)
     except TimeoutError:
-        raise TrajrunError(f"the Dask scheduler at {address} has no worker after "
-                           f"{WORKERS_TIMEOUT:g}s; start some where the files are: "
-                           f"dask worker {address}") from None
+        raise TrajrunError(
+            f"the Dask scheduler at {address} has no worker after "
+            f"{WORKERS_TIMEOUT:g}s; start some where the files are: "
+            f"dask worker {address}"
+        ) from None
     mine = installed()
     problems = []
     for worker, theirs in sorted(client.run(installed, on_error="return").items()):
@@ -148,9 +170,11 @@ def check_cluster(client: Any, address: str) -> None:
             problems.append(f"worker {worker} has trajrun {inline(str(theirs))}")
     if problems:
         want, pin = (f"trajrun {mine}", f"=={mine}") if mine is not None else ("trajrun", "")
-        raise TrajrunError(f"the Dask cluster at {address} cannot run trajrun's tasks: "
-                           f"{'; '.join(problems)}; install {want} on every worker "
-                           f"(pip install 'trajrun[dask]{pin}') and restart them")
+        raise TrajrunError(
+            f"the Dask cluster at {address} cannot run trajrun's tasks: "
+            f"{'; '.join(problems)}; install {want} on every worker "
+            f"(pip install 'trajrun[dask]{pin}') and restart them"
+        )
 
 
 def installed() -> str | None:
@@ -195,8 +219,10 @@ def evaluate_task(spec: BulkSpec, part: Partition) -> tuple[list[RecordResult], 
         import distributed  # deferred: on a worker, where it is loaded already
 
         where = distributed.get_worker().address
-        message = (f"source: the Dask worker at {where} cannot open {part.opened}: "
-                   f"{exc.strerror or exc}; {REACH if is_url(part.opened) else SHARED}")
+        message = (
+            f"source: the Dask worker at {where} cannot open {part.opened}: "
+            f"{exc.strerror or exc}; {REACH if is_url(part.opened) else SHARED}"
+        )
         return [RecordResult(part.path, None, "error", (), message)], Tally(error=1)
     return evaluate_partition(spec, part)
 
@@ -206,8 +232,13 @@ def _outcome(part: Partition, future: Any) -> tuple[list[RecordResult], Tally]:
     try:
         return future.result()  # type: ignore[no-any-return]
     except Exception as exc:  # noqa: BLE001 - a lost partition must not end the case
-        error = RecordResult(f"{part.path}@{part.start}", None, "error", (),
-                             f"source: the Dask task reading this partition failed: {type(exc).__name__}: {exc}")
+        error = RecordResult(
+            f"{part.path}@{part.start}",
+            None,
+            "error",
+            (),
+            f"source: the Dask task reading this partition failed: {type(exc).__name__}: {exc}",
+        )
         return [error], Tally(error=1)
 
 

@@ -76,8 +76,13 @@ class SourceCache:
             try:
                 with _reading(str(source.file)):
                     self._cache[key] = load_trajectory(
-                        source.file, format=source.format, select=source.select, record=source.record,
-                        thread=source.thread, checkpoint=source.checkpoint, traces=source.traces,
+                        source.file,
+                        format=source.format,
+                        select=source.select,
+                        record=source.record,
+                        thread=source.thread,
+                        checkpoint=source.checkpoint,
+                        traces=source.traces,
                     )
             except SourceError as exc:
                 self._cache[key] = exc
@@ -121,40 +126,66 @@ def _cache_key(source: Source | None) -> tuple[Any, ...] | None:
     """What makes two file sources the same read; ``None`` for a source the cache never reads (inline, live, bulk)."""
     if source is None or source.file is None or source.each is not None or source.live:
         return None
-    return (source.file, source.format, source.select, source.record, source.thread, source.checkpoint,
-            source.traces)
+    return (
+        source.file,
+        source.format,
+        source.select,
+        source.record,
+        source.thread,
+        source.checkpoint,
+        source.traces,
+    )
 
 
-def live_trajectory(source: Source, folder: Path, case: str = "", notes: list[str] | None = None) -> Trajectory:
+def live_trajectory(
+    source: Source, folder: Path, case: str = "", notes: list[str] | None = None
+) -> Trajectory:
     """Run a live source once and read what it returned; with a cassette or ``capture: wire``, through the model
     proxy (``case`` names the cassette; a note on what became of it goes to ``notes``)."""
     origin = source.command if source.command is not None else str(source.python)
     with _reading(origin):
         if source.cassette is None and source.capture != "wire":
             return _read(_live_document(source, folder, {}), source, origin)
-        from ..sources.wire import read_wire  # deferred: the proxy loads only for cassettes and capture: wire
+        from ..sources.wire import (
+            read_wire,
+        )  # deferred: the proxy loads only for cassettes and capture: wire
         from .cassettes import model_traffic  # deferred: as above
 
-        doc, exchanges = model_traffic(source, folder, case, lambda env: _live_document(source, folder, env), origin,
-                                       [] if notes is None else notes)
-        return read_wire(exchanges, origin) if source.capture == "wire" else _read(doc, source, origin)
+        doc, exchanges = model_traffic(
+            source,
+            folder,
+            case,
+            lambda env: _live_document(source, folder, env),
+            origin,
+            [] if notes is None else notes,
+        )
+        return (
+            read_wire(exchanges, origin) if source.capture == "wire" else _read(doc, source, origin)
+        )
 
 
 def _live_document(source: Source, folder: Path, env: Mapping[str, str]) -> Any:
     """What the command printed, or what the function returned (``env`` added to its environment); with
     ``capture: otlp``, the spans it exported; with ``capture: wire``, None (the run is in its traffic)."""
     if source.capture == "otlp":
-        from ..sources.otlp import capture_spans  # deferred: the HTTP server loads only for capture: otlp
+        from ..sources.otlp import (
+            capture_spans,
+        )  # deferred: the HTTP server loads only for capture: otlp
 
         origin = source.command if source.command is not None else str(source.python)
-        return capture_spans(lambda variables: _run_agent(source, folder, {**env, **variables}, True), origin)
+        return capture_spans(
+            lambda variables: _run_agent(source, folder, {**env, **variables}, True), origin
+        )
     return _run_agent(source, folder, env, source.capture is not None)
 
 
 def _run_agent(source: Source, folder: Path, env: Mapping[str, str], captured: bool) -> Any:
     """Run the command or call the function with ``env`` added to its environment; when the run is ``captured``
     elsewhere, its output is not read."""
-    from ..sources.live import call_python, run_command  # deferred: subprocess and pickle load only for live sources
+    from ..sources.live import (
+        call_python,
+        run_command,
+    )  # deferred: subprocess and pickle load only for live sources
 
     capture = env if captured else None
     extra = None if captured or not env else env
@@ -181,8 +212,14 @@ class Attempt:
     details: str = ""
 
 
-def run_case(case: Case, suite: Suite, case_id: str, cache: SourceCache, update_golden: bool = False,
-             judge: Judge | None = None) -> CaseResult:
+def run_case(
+    case: Case,
+    suite: Suite,
+    case_id: str,
+    cache: SourceCache,
+    update_golden: bool = False,
+    judge: Judge | None = None,
+) -> CaseResult:
     """Run one case to a result, its judge checks included; nothing it does can raise past here."""
     return start_case(case, suite, case_id, cache, update_golden, judge).result()
 
@@ -190,10 +227,22 @@ def run_case(case: Case, suite: Suite, case_id: str, cache: SourceCache, update_
 class PendingCase:
     """A case whose source was read and rule checks evaluated, and whose judge checks may still be running."""
 
-    def __init__(self, case: Case, base: CaseResult, attempts: Sequence[Attempt],
-                 verdicts: Sequence[Future[JudgeVerdict] | None], started: float,
-                 decided: CaseResult | None = None) -> None:
-        self.case, self.base, self.attempts, self.verdicts, self.started = case, base, attempts, verdicts, started
+    def __init__(
+        self,
+        case: Case,
+        base: CaseResult,
+        attempts: Sequence[Attempt],
+        verdicts: Sequence[Future[JudgeVerdict] | None],
+        started: float,
+        decided: CaseResult | None = None,
+    ) -> None:
+        self.case, self.base, self.attempts, self.verdicts, self.started = (
+            case,
+            base,
+            attempts,
+            verdicts,
+            started,
+        )
         self._ended = [time.perf_counter()]
         self._result = decided
         for verdict in verdicts:
@@ -208,19 +257,31 @@ class PendingCase:
         """The case's result, waiting for its judge checks."""
         if self._result is None:
             verdicts = [v.result() if v is not None else None for v in self.verdicts]
-            attempts = [_judged(a, v) for a, v in zip(self.attempts, verdicts)] if verdicts else list(self.attempts)
+            attempts = (
+                [_judged(a, v) for a, v in zip(self.attempts, verdicts)]
+                if verdicts
+                else list(self.attempts)
+            )
             result = _result(self.case, self.base, attempts, max(self._ended) - self.started)
             self._result = _judge_skipped(self.case, result)
         return self._result
 
 
-def start_case(case: Case, suite: Suite, case_id: str, cache: SourceCache, update_golden: bool = False,
-               judge: Judge | None = None) -> PendingCase:
+def start_case(
+    case: Case,
+    suite: Suite,
+    case_id: str,
+    cache: SourceCache,
+    update_golden: bool = False,
+    judge: Judge | None = None,
+) -> PendingCase:
     """Read the case's source and evaluate its rule checks now; its judge checks go on in ``judge``'s threads."""
     started = time.perf_counter()
     base = CaseResult(case_id, suite.name, case.name, str(suite.path), case.loc.line, "skipped")
     if case.skip is not None:
-        return PendingCase(case, base, [], [], started, dataclasses.replace(base, message=case.skip or "skipped"))
+        return PendingCase(
+            case, base, [], [], started, dataclasses.replace(base, message=case.skip or "skipped")
+        )
     missing = unmet(case.requires) if case.requires else None
     if missing is not None:
         return PendingCase(case, base, [], [], started, dataclasses.replace(base, message=missing))
@@ -233,13 +294,17 @@ def start_case(case: Case, suite: Suite, case_id: str, cache: SourceCache, updat
     return PendingCase(case, base, attempts, verdicts, started)
 
 
-def _submit(case: Case, suite: Suite, attempt: Attempt, judge: Judge | None) -> Future[JudgeVerdict] | None:
+def _submit(
+    case: Case, suite: Suite, attempt: Attempt, judge: Judge | None
+) -> Future[JudgeVerdict] | None:
     """Start the judge on one attempt's run (none without a run); the reference is the steps as checked."""
     spec = case.expect.judge
     if spec is None or attempt.trajectory is None:
         return None
     steps = getattr(attempt.evaluation.steps, "expected_steps", None) or case.expect.steps
-    return (judge or default_judge()).submit(spec, suite.judge_defaults, attempt.trajectory, steps, case.expect.mode)
+    return (judge or default_judge()).submit(
+        spec, suite.judge_defaults, attempt.trajectory, steps, case.expect.mode
+    )
 
 
 def _judged(attempt: Attempt, verdict: JudgeVerdict | None) -> Attempt:
@@ -253,7 +318,9 @@ def _judged(attempt: Attempt, verdict: JudgeVerdict | None) -> Attempt:
     elif verdict.passed is False:
         who = f" ({verdict.model})" if verdict.model else ""
         detail = f"reasoning{who}: {inline(verdict.reasoning)}"  # the judge's text, one line of the details
-        failures += (CheckFailure("judge", f"score {verdict.score:.2f} < {verdict.threshold:.2f}", detail),)
+        failures += (
+            CheckFailure("judge", f"score {verdict.score:.2f} < {verdict.threshold:.2f}", detail),
+        )
     judged = dataclasses.replace(evaluation, failures=failures, errors=errors, judge=verdict)
     return dataclasses.replace(attempt, evaluation=judged)
 
@@ -264,8 +331,12 @@ def _judge_skipped(case: Case, result: CaseResult) -> CaseResult:
     if verdict is None or verdict.skipped is None or case.expect.judge is None:
         return result
     if case.expect.judge.alone and result.outcome in ("passed", "xpassed"):
-        return dataclasses.replace(result, outcome="skipped", check_type=None,
-                                   message=f"judge check skipped ({SKIPPED}); it is this case's only check")
+        return dataclasses.replace(
+            result,
+            outcome="skipped",
+            check_type=None,
+            message=f"judge check skipped ({SKIPPED}); it is this case's only check",
+        )
     note = f"judge check skipped ({SKIPPED}): the outcome rests on the case's other checks"
     return dataclasses.replace(result, notes=(*result.notes, note))
 
@@ -275,8 +346,11 @@ def _attempt(case: Case, folder: Path, cache: SourceCache, update_golden: bool) 
     try:
         assert case.source is not None
         notes: list[str] = []
-        traj = live_trajectory(case.source, folder, case.name, notes) if case.source.live else \
-            cache.trajectory(case.source)
+        traj = (
+            live_trajectory(case.source, folder, case.name, notes)
+            if case.source.live
+            else cache.trajectory(case.source)
+        )
     except TrajrunError as exc:
         trace = _trace_details(exc.trace) if isinstance(exc, ReaderCrash) else ""
         return Attempt(None, Evaluation(errors=(f"source: {exc}",)), details=trace)
@@ -290,8 +364,11 @@ def _attempt(case: Case, folder: Path, cache: SourceCache, update_golden: bool) 
     except Exception as exc:  # noqa: BLE001 - one broken case never stops the others
         last = exception_line(exc)
         trace = exception_trace(exc)
-        return Attempt(traj, Evaluation(errors=(f"internal error: {last} (please report it)",)),
-                       details=_trace_details(trace))
+        return Attempt(
+            traj,
+            Evaluation(errors=(f"internal error: {last} (please report it)",)),
+            details=_trace_details(trace),
+        )
 
 
 def _trace_details(trace: str) -> str:
@@ -312,7 +389,11 @@ def _evaluate(case: Case, traj: Trajectory, update_golden: bool) -> Attempt:
             return Attempt(traj, Evaluation(errors=(_missing_golden(case.golden),)))
         notes.append(_write_golden(case.golden, traj, "created", case.expect))
     evaluation, note = _noted(_with_golden(case.expect, case.golden), traj)
-    if update_golden and not evaluation.errors and any(f.check == "steps" for f in evaluation.failures):
+    if (
+        update_golden
+        and not evaluation.errors
+        and any(f.check == "steps" for f in evaluation.failures)
+    ):
         notes.append(_write_golden(case.golden, traj, "updated", case.expect))
         evaluation, note = _noted(_with_golden(case.expect, case.golden), traj)
     return Attempt(traj, evaluation, (*notes, *([note] if note else [])))
@@ -374,13 +455,19 @@ def _result(case: Case, base: CaseResult, attempts: list[Attempt], duration: flo
 def _outcome(case: Case, result: CaseResult, evaluation: Evaluation) -> CaseResult:
     """Map an evaluation to passed/failed/error/xfailed/xpassed (xfail covers failures only)."""
     if evaluation.errors:
-        return dataclasses.replace(result, outcome="error", message=evaluation.message(), check_type="error")
+        return dataclasses.replace(
+            result, outcome="error", message=evaluation.message(), check_type="error"
+        )
     if evaluation.failures:
         if case.xfail is not None:
-            return dataclasses.replace(result, outcome="xfailed", message=case.xfail or "expected failure")
+            return dataclasses.replace(
+                result, outcome="xfailed", message=case.xfail or "expected failure"
+            )
         return dataclasses.replace(result, outcome="failed", message=evaluation.message())
     if case.xfail is not None:
-        return dataclasses.replace(result, outcome="xpassed", message=f"XPASS(strict): {case.xfail}", check_type="xpass")
+        return dataclasses.replace(
+            result, outcome="xpassed", message=f"XPASS(strict): {case.xfail}", check_type="xpass"
+        )
     return result
 
 
@@ -392,13 +479,19 @@ def _repeat_evaluation(case: Case, attempts: list[Attempt]) -> Evaluation:
     judge = attempts[-1].evaluation.judge
     if all(a.evaluation.errors for a in attempts):
         last = attempts[-1].evaluation.message()
-        return Evaluation(errors=(f"all {len(attempts)} runs erred; last: {last}",), score=mean, judge=judge)
+        return Evaluation(
+            errors=(f"all {len(attempts)} runs erred; last: {last}",), score=mean, judge=judge
+        )
     if passed / len(attempts) >= case.pass_rate:
         return Evaluation(score=mean, steps=attempts[-1].evaluation.steps, judge=judge)
     failing = next(a.evaluation for a in reversed(attempts) if not a.evaluation.passed)
     summary = f"{passed}/{len(attempts)} runs passed, pass_rate {case.pass_rate:g}"
     return Evaluation(
-        failures=(CheckFailure("repeat", summary, f"last failing run: {failing.message()}\n{failing.details()}"),),
+        failures=(
+            CheckFailure(
+                "repeat", summary, f"last failing run: {failing.message()}\n{failing.details()}"
+            ),
+        ),
         score=mean,
         steps=failing.steps,
         judge=judge,

@@ -38,7 +38,10 @@ CACHE_FOLDER = ".trajrun-cache"
 """The judge cache's folder, beside the run's root unless ``--judge-cache DIR`` says otherwise."""
 MODEL_VAR, BASE_URL_VAR, API_KEY_VAR = "TRAJRUN_JUDGE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-ACCOUNT_HEADERS = (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project"))
+ACCOUNT_HEADERS = (
+    ("OPENAI_ORG_ID", "OpenAI-Organization"),
+    ("OPENAI_PROJECT_ID", "OpenAI-Project"),
+)
 """Variables sent as headers beside ``OPENAI_API_KEY`` (as the OpenAI SDK does), never with a suite's key."""
 MAX_VALUE = 2000
 """Characters of one call's arguments or result in the prompt (cut with ``…``), so one huge result cannot
@@ -123,8 +126,12 @@ class Endpoint:
         the key as a Bearer token."""
         from . import judge_http  # deferred: only runs with judge checks need it
 
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "Accept-Encoding": "gzip, deflate", "User-Agent": "trajrun"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Accept-Encoding": "gzip, deflate",
+            "User-Agent": "trajrun",
+        }
         parts = judge_http.url_parts(self.base_url or DEFAULT_BASE_URL)
         token = judge_http.basic_token(parts) if parts else None
         if token:
@@ -143,7 +150,9 @@ def shown_url(url: str) -> str:
     return f"{scheme}://{REDACTED}@{netloc.rpartition('@')[2]}{slash}{tail}"
 
 
-def endpoint(spec: JudgeSpec, settings: JudgeSettings, environ: Mapping[str, str] = os.environ) -> Endpoint:
+def endpoint(
+    spec: JudgeSpec, settings: JudgeSettings, environ: Mapping[str, str] = os.environ
+) -> Endpoint:
     """The endpoint of one check; raises ``JudgeProblem`` naming what to set when the model or key is missing.
 
     A key from the environment goes only to the environment's base URL (or the OpenAI API): a suite that
@@ -153,8 +162,10 @@ def endpoint(spec: JudgeSpec, settings: JudgeSettings, environ: Mapping[str, str
 
     model = spec.model or settings.model or environ.get(MODEL_VAR)
     if not model:
-        raise JudgeProblem(f"no judge model: set `judge_defaults: {{model: ...}}` in the suite, `model:` in the "
-                           f"case's judge, or the {MODEL_VAR} environment variable")
+        raise JudgeProblem(
+            f"no judge model: set `judge_defaults: {{model: ...}}` in the suite, `model:` in the "
+            f"case's judge, or the {MODEL_VAR} environment variable"
+        )
     account: tuple[tuple[str, str], ...] = ()
     key, origin = _suite_key(settings, environ, model)
     base = settings.base_url or None
@@ -164,17 +175,23 @@ def endpoint(spec: JudgeSpec, settings: JudgeSettings, environ: Mapping[str, str
             key, origin = environ.get(API_KEY_VAR, "").strip() or None, API_KEY_VAR
             account = _account(environ)
         if key is None:
-            raise JudgeProblem(f"no API key for {model}: set {API_KEY_VAR}, or `judge_defaults: {{api_key_env: "
-                               "MY_KEY}` naming the variable that holds it (a local server takes any non-empty "
-                               "value)")
+            raise JudgeProblem(
+                f"no API key for {model}: set {API_KEY_VAR}, or `judge_defaults: {{api_key_env: "
+                "MY_KEY}` naming the variable that holds it (a local server takes any non-empty "
+                "value)"
+            )
     if key is not None and not _header_safe(key):
         raise _unfit(origin)
-    ep = Endpoint(model, base, key, settings.timeout, settings.retries, settings.temperature, account)
+    ep = Endpoint(
+        model, base, key, settings.timeout, settings.retries, settings.temperature, account
+    )
     if base is not None and judge_http.url_parts(base) is None:
         origin = "judge_defaults.base_url" if settings.base_url else BASE_URL_VAR
-        raise JudgeProblem(f"the judge's base URL from {origin} is not an http:// or https:// URL with a host, in "
-                           "ASCII without spaces: "
-                           f"{json.dumps(ep.redact(shown_url(base)), ensure_ascii=False)}")
+        raise JudgeProblem(
+            f"the judge's base URL from {origin} is not an http:// or https:// URL with a host, in "
+            "ASCII without spaces: "
+            f"{json.dumps(ep.redact(shown_url(base)), ensure_ascii=False)}"
+        )
     return ep
 
 
@@ -197,42 +214,66 @@ def _header_safe(value: str) -> bool:
 
 def _unfit(name: str) -> JudgeProblem:
     """The problem of a key or header value no HTTP header can carry (never showing the value)."""
-    return JudgeProblem(f"the value of {name} holds characters an HTTP header cannot carry (spaces, line breaks or "
-                        "non-ASCII); check it")
+    return JudgeProblem(
+        f"the value of {name} holds characters an HTTP header cannot carry (spaces, line breaks or "
+        "non-ASCII); check it"
+    )
 
 
-def _suite_key(settings: JudgeSettings, environ: Mapping[str, str], model: str) -> tuple[str | None, str]:
+def _suite_key(
+    settings: JudgeSettings, environ: Mapping[str, str], model: str
+) -> tuple[str | None, str]:
     """The key the suite names (``api_key_env`` or ``api_key``) and where it came from; ``None`` when it names
     none. A named variable that is unset or empty raises ``JudgeProblem``."""
     if settings.api_key_env:
         key = environ.get(settings.api_key_env, "").strip()
         if not key:
-            raise JudgeProblem(f"no API key for {model}: set the {settings.api_key_env} environment variable "
-                               "(named by judge_defaults.api_key_env)")
+            raise JudgeProblem(
+                f"no API key for {model}: set the {settings.api_key_env} environment variable "
+                "(named by judge_defaults.api_key_env)"
+            )
         return key, settings.api_key_env
     if settings.api_key and settings.api_key.strip():
         return settings.api_key.strip(), "judge_defaults.api_key"
     if settings.base_url and settings.api_key is not None:
-        raise JudgeProblem(f"no API key for {model}: judge_defaults.api_key is empty; set the variable it reads, "
-                           "or name it with judge_defaults.api_key_env")
+        raise JudgeProblem(
+            f"no API key for {model}: judge_defaults.api_key is empty; set the variable it reads, "
+            "or name it with judge_defaults.api_key_env"
+        )
     return None, ""
 
 
 # -- the prompt --------------------------------------------------------------------------------------
 
 
-def build_messages(spec: JudgeSpec, traj: Trajectory, steps: Sequence[Step] | None, mode: str) -> list[dict[str, str]]:
+def build_messages(
+    spec: JudgeSpec, traj: Trajectory, steps: Sequence[Step] | None, mode: str
+) -> list[dict[str, str]]:
     """The chat messages of one check: the fixed instructions, then the rubric, the run, the answer, the reference."""
     turns: dict[int, list[dict[str, Any]]] = {}
     for call in traj.calls:
-        turns.setdefault(call.turn, []).append({"position": call.position, "name": call.name,
-                                                "args": render_value(call.args, MAX_VALUE), "outcome": _outcome(call)})
+        turns.setdefault(call.turn, []).append(
+            {
+                "position": call.position,
+                "name": call.name,
+                "args": render_value(call.args, MAX_VALUE),
+                "outcome": _outcome(call),
+            }
+        )
     reference = [_step_text(s) for s in steps or ()] if spec.reference else None
     answer = traj.answer if traj.answer is not None else "(the run has no final answer text)"
-    context = {"rubric": spec.rubric.strip(), "turns": [{"index": t, "calls": c} for t, c in sorted(turns.items())],
-               "turns_total": traj.turns, "answer": answer, "reference": reference, "mode": MODE_WORDS.get(mode, mode)}
-    return [{"role": "system", "content": _template("system.j2").render()},
-            {"role": "user", "content": _template("user.j2").render(context)}]
+    context = {
+        "rubric": spec.rubric.strip(),
+        "turns": [{"index": t, "calls": c} for t, c in sorted(turns.items())],
+        "turns_total": traj.turns,
+        "answer": answer,
+        "reference": reference,
+        "mode": MODE_WORDS.get(mode, mode),
+    }
+    return [
+        {"role": "system", "content": _template("system.j2").render()},
+        {"role": "user", "content": _template("user.j2").render(context)},
+    ]
 
 
 def _outcome(call: ToolCall) -> str:
@@ -258,8 +299,13 @@ def _template(name: str) -> Any:
     import jinja2  # deferred: only runs with judge checks need it
 
     text = (resources.files(__package__) / "judge_prompts" / name).read_text(encoding="utf-8")
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=False, autoescape=False)
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        autoescape=False,
+    )
     return env.from_string(text)
 
 
@@ -275,8 +321,10 @@ def parse_answer(text: str) -> tuple[float, str]:
     problem, data = _answer_problem(text)
     if problem:
         shown = text if len(text) <= MAX_RAW else text[: MAX_RAW - 1] + "…"
-        raise JudgeProblem(f"the judge's answer is not {{\"score\": 0..1, \"reasoning\": \"...\"}}: {problem}; "
-                           f"raw answer: {json.dumps(shown, ensure_ascii=False)}")
+        raise JudgeProblem(
+            f'the judge\'s answer is not {{"score": 0..1, "reasoning": "..."}}: {problem}; '
+            f"raw answer: {json.dumps(shown, ensure_ascii=False)}"
+        )
     return float(data["score"]), data["reasoning"]
 
 
@@ -314,11 +362,18 @@ def _score_problem(score: Any) -> str | None:
 
 def cache_key(ep: Endpoint, messages: list[dict[str, str]]) -> str:
     """The cache key of one request: model, messages and parameters (never the key or the URL)."""
-    material = {"v": CACHE_VERSION, "model": ep.model, "messages": messages, "temperature": ep.temperature,
-                "response_format": RESPONSE_FORMAT}
+    material = {
+        "v": CACHE_VERSION,
+        "model": ep.model,
+        "messages": messages,
+        "temperature": ep.temperature,
+        "response_format": RESPONSE_FORMAT,
+    }
     import hashlib  # deferred: only judged cases need it, and it costs start-up time in every run
 
-    return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return hashlib.sha256(
+        json.dumps(material, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    ).hexdigest()
 
 
 class AnswerCache:
@@ -344,14 +399,19 @@ class AnswerCache:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             return None
-        if not isinstance(data, dict) or _score_problem(data.get("score")) or \
-                not isinstance(data.get("reasoning"), str):
+        if (
+            not isinstance(data, dict)
+            or _score_problem(data.get("score"))
+            or not isinstance(data.get("reasoning"), str)
+        ):
             return None  # an entry edited by hand (or by a tool) is asked again, never trusted
         return float(data["score"]), data["reasoning"]
 
     def put(self, key: str, score: float, reasoning: str, model: str) -> None:
         """Keep one answer (atomically: a reader sees the whole file or none)."""
-        data = json.dumps({"score": score, "reasoning": reasoning, "model": model}, ensure_ascii=False).encode("utf-8")
+        data = json.dumps(
+            {"score": score, "reasoning": reasoning, "model": model}, ensure_ascii=False
+        ).encode("utf-8")
         try:
             self._ignore_in_git()
             atomic_write(self._path(key), lambda handle: handle.write(data), "judge cache file")
@@ -363,7 +423,9 @@ class AnswerCache:
         ignore = self.folder / ".gitignore"
         if not ignore.exists():
             self.folder.mkdir(parents=True, exist_ok=True)
-            ignore.write_text("# trajrun's cache (judge answers); safe to delete\n*\n", encoding="utf-8")
+            ignore.write_text(
+                "# trajrun's cache (judge answers); safe to delete\n*\n", encoding="utf-8"
+            )
 
 
 # -- asking ------------------------------------------------------------------------------------------
@@ -387,10 +449,18 @@ class Judge:
         self._pool: ThreadPoolExecutor | None = None
         self._sockets: Sockets | None = None
 
-    def submit(self, spec: JudgeSpec, settings: JudgeSettings, traj: Trajectory, steps: Sequence[Step] | None,
-               mode: str) -> Future[JudgeVerdict]:
+    def submit(
+        self,
+        spec: JudgeSpec,
+        settings: JudgeSettings,
+        traj: Trajectory,
+        steps: Sequence[Step] | None,
+        mode: str,
+    ) -> Future[JudgeVerdict]:
         """Start judging one run; with ``--no-judge`` the future already holds a skipped verdict."""
-        from concurrent.futures import Future  # deferred: its logging import costs every run's start-up
+        from concurrent.futures import (
+            Future,
+        )  # deferred: its logging import costs every run's start-up
 
         if not self.options.enabled:
             done: Future[JudgeVerdict] = Future()
@@ -398,8 +468,14 @@ class Judge:
             return done
         return self._executor().submit(self.verdict, spec, settings, traj, steps, mode)
 
-    def verdict(self, spec: JudgeSpec, settings: JudgeSettings, traj: Trajectory, steps: Sequence[Step] | None,
-                mode: str) -> JudgeVerdict:
+    def verdict(
+        self,
+        spec: JudgeSpec,
+        settings: JudgeSettings,
+        traj: Trajectory,
+        steps: Sequence[Step] | None,
+        mode: str,
+    ) -> JudgeVerdict:
         """Judge one run now: from the cache, else from the model. The key and the URL's credentials are
         redacted from the error and the reasoning."""
         model, redact = spec.model or settings.model, _unchanged
@@ -419,7 +495,11 @@ class Judge:
             return JudgeVerdict(spec.threshold, model=model, error=redact(str(exc)))
         except Exception as exc:  # noqa: BLE001 - a judge bug fails this check, never the run
             last = exception_line(exc)
-            return JudgeVerdict(spec.threshold, model=model, error=redact(f"internal error: {last} (please report it)"))
+            return JudgeVerdict(
+                spec.threshold,
+                model=model,
+                error=redact(f"internal error: {last} (please report it)"),
+            )
 
     def close(self) -> None:
         """Stop: requests not started are dropped, pauses before a retry end, requests in flight end (an
@@ -439,7 +519,9 @@ class Judge:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor  # deferred, as in submit
 
-                self._pool = ThreadPoolExecutor(max(1, self.options.concurrency), thread_name_prefix="trajrun-judge")
+                self._pool = ThreadPoolExecutor(
+                    max(1, self.options.concurrency), thread_name_prefix="trajrun-judge"
+                )
             return self._pool
 
     def _tracked(self) -> Sockets:
@@ -459,8 +541,15 @@ class Judge:
         from . import judge_http  # deferred: only runs with judge checks need it
 
         url = (ep.base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
-        payload = json.dumps({"model": ep.model, "messages": messages, "temperature": ep.temperature,
-                              "response_format": RESPONSE_FORMAT}, ensure_ascii=False).encode("utf-8")
+        payload = json.dumps(
+            {
+                "model": ep.model,
+                "messages": messages,
+                "temperature": ep.temperature,
+                "response_format": RESPONSE_FORMAT,
+            },
+            ensure_ascii=False,
+        ).encode("utf-8")
         failure = ""
         for attempt in range(ep.retries + 1):
             pause = None
@@ -476,14 +565,21 @@ class Judge:
                 if 200 <= answer.status < 300:
                     return _content(answer.body, ep)
                 _refused(answer, ep)
-                failure, pause = f"HTTP {answer.status} ({_api_message(answer.body, ep)})", _retry_after(answer.headers)
+                failure, pause = (
+                    f"HTTP {answer.status} ({_api_message(answer.body, ep)})",
+                    _retry_after(answer.headers),
+                )
             if self._stop.is_set():
                 raise JudgeProblem(f"{ep.where}: the run stopped before the answer came")
             if attempt < ep.retries and self._stop.wait(self._pause(attempt, pause)):
-                raise JudgeProblem(f"{ep.where}: the run stopped while waiting to ask again after {failure}")
+                raise JudgeProblem(
+                    f"{ep.where}: the run stopped while waiting to ask again after {failure}"
+                )
         tries = ep.retries + 1
-        raise JudgeProblem(f"{ep.where}: {failure}, {tries} attempt{'s' if tries != 1 else ''} with backoff; try "
-                           "again later, raise judge_defaults.timeout or .retries, or lower --judge-concurrency")
+        raise JudgeProblem(
+            f"{ep.where}: {failure}, {tries} attempt{'s' if tries != 1 else ''} with backoff; try "
+            "again later, raise judge_defaults.timeout or .retries, or lower --judge-concurrency"
+        )
 
     def _pause(self, attempt: int, asked: float | None) -> float:
         """Seconds before retry ``attempt + 1``: the server's ``Retry-After``, else doubling backoff with jitter."""
@@ -491,7 +587,7 @@ class Judge:
             return min(asked, MAX_PAUSE)
         import random  # deferred: only a retried request needs it
 
-        return min(self.options.backoff * 2 ** attempt * (0.5 + random.random() / 2), MAX_PAUSE)
+        return min(self.options.backoff * 2**attempt * (0.5 + random.random() / 2), MAX_PAUSE)
 
 
 _DEFAULT: list[Judge] = []
@@ -520,10 +616,14 @@ def _refused(answer: Any, ep: Endpoint) -> None:
     """Raise ``JudgeProblem`` for a status not worth asking again (a redirect, 400, 401, 404…)."""
     status = answer.status
     if 300 <= status < 400:
-        raise JudgeProblem(f"{ep.where} redirected the request (HTTP {status}); trajrun follows no redirect, so "
-                           "the key goes nowhere else: set the base URL to the address that answers")
+        raise JudgeProblem(
+            f"{ep.where} redirected the request (HTTP {status}); trajrun follows no redirect, so "
+            "the key goes nowhere else: set the base URL to the address that answers"
+        )
     if status not in RETRIED_STATUS and status < 500:
-        raise JudgeProblem(f"{ep.where} refused the request: HTTP {status}: {_api_message(answer.body, ep)}")
+        raise JudgeProblem(
+            f"{ep.where} refused the request: HTTP {status}: {_api_message(answer.body, ep)}"
+        )
 
 
 def _content(body: bytes, ep: Endpoint) -> str:
@@ -534,15 +634,18 @@ def _content(body: bytes, ep: Endpoint) -> str:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise JudgeProblem(f"{ep.where} sent an answer that is not UTF-8 text (byte {exc.start}); {expected}") from None
+        raise JudgeProblem(
+            f"{ep.where} sent an answer that is not UTF-8 text (byte {exc.start}); {expected}"
+        ) from None
     try:
         data = json.loads(text)
     except RecursionError:
         raise JudgeProblem(f"{ep.where} sent JSON nested too deep to read; {expected}") from None
     except ValueError as exc:
         shown = json.dumps(_short(ep.redact(text), MAX_RAW), ensure_ascii=False)
-        raise JudgeProblem(f"{ep.where} sent an answer that is not JSON ({exc}); {expected}; it starts: "
-                           f"{shown}") from None
+        raise JudgeProblem(
+            f"{ep.where} sent an answer that is not JSON ({exc}); {expected}; it starts: {shown}"
+        ) from None
     choices = data.get("choices") if isinstance(data, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     message = first.get("message") if isinstance(first, dict) else None
@@ -552,7 +655,9 @@ def _content(body: bytes, ep: Endpoint) -> str:
     if not isinstance(content, str):
         finish = first.get("finish_reason") if isinstance(first, dict) else None
         reason = _short(ep.redact(finish), 50) if isinstance(finish, str) else None
-        raise JudgeProblem(f"{ep.where} gave no text (finish_reason {reason!r}); the judge must answer in text")
+        raise JudgeProblem(
+            f"{ep.where} gave no text (finish_reason {reason!r}); the judge must answer in text"
+        )
     return content
 
 

@@ -101,7 +101,9 @@ def basic_token(parts: urllib.parse.SplitResult) -> str | None:
     """The ``Basic`` credentials of a URL's ``user:password@``, or ``None`` when it has none."""
     if parts.username is None and parts.password is None:
         return None
-    pair = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+    pair = (
+        f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+    )
     return base64.b64encode(pair.encode("utf-8")).decode("ascii")
 
 
@@ -117,7 +119,9 @@ def url_secrets(url: str) -> set[str]:
     return found - {""}
 
 
-def post(url: str, payload: bytes, headers: Mapping[str, str], timeout: float, sockets: Sockets) -> Answer:
+def post(
+    url: str, payload: bytes, headers: Mapping[str, str], timeout: float, sockets: Sockets
+) -> Answer:
     """POST ``payload`` to ``url`` and read the whole answer within ``timeout`` seconds.
 
     Raises ``Timeout``, ``Dropped`` or ``Fatal``; ``url`` must be one ``url_parts`` accepts.
@@ -152,8 +156,9 @@ def post(url: str, payload: bytes, headers: Mapping[str, str], timeout: float, s
         conn.close()
 
 
-def _connection(parts: urllib.parse.SplitResult, deadline: float) -> tuple[http.client.HTTPConnection, str,
-                                                                             dict[str, str]]:
+def _connection(
+    parts: urllib.parse.SplitResult, deadline: float
+) -> tuple[http.client.HTTPConnection, str, dict[str, str]]:
     """The connection for ``parts`` (through the environment's proxy, if any), the request target, and
     headers the proxy needs."""
     host, port = parts.hostname or "", parts.port
@@ -169,7 +174,9 @@ def _connection(parts: urllib.parse.SplitResult, deadline: float) -> tuple[http.
         conn = _HTTPS(proxy.hostname or "", proxy.port, deadline, context=_tls())
         conn.set_tunnel(host, parts.port, headers=extra)
         return conn, path, {}
-    absolute = urllib.parse.urlunsplit(("http", parts.netloc.rpartition("@")[2], parts.path or "/", parts.query, ""))
+    absolute = urllib.parse.urlunsplit(
+        ("http", parts.netloc.rpartition("@")[2], parts.path or "/", parts.query, "")
+    )
     return _HTTP(proxy.hostname or "", proxy.port, deadline), absolute, extra
 
 
@@ -182,8 +189,10 @@ def _proxy(scheme: str, netloc: str) -> urllib.parse.SplitResult | None:
         return None
     parts = url_parts(raw if "://" in raw else f"http://{raw}")
     if parts is None or parts.scheme != "http":
-        raise Fatal(f"the {scheme} proxy from the environment is not an http:// URL; trajrun reaches the "
-                      "judge through http:// proxies only")
+        raise Fatal(
+            f"the {scheme} proxy from the environment is not an http:// URL; trajrun reaches the "
+            "judge through http:// proxies only"
+        )
     return parts
 
 
@@ -207,9 +216,15 @@ def _decoded(wire: bytes, encoding: str) -> bytes:
     if name in ("gzip", "x-gzip"):
         return _inflate(wire, 16 + zlib.MAX_WBITS, name)
     if name == "deflate":
-        zlib_header = len(wire) >= 2 and wire[0] & 0x0F == 8 and int.from_bytes(wire[:2], "big") % 31 == 0
-        return _inflate(wire, zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS, name)  # some send it bare
-    raise Fatal(f"the answer is encoded as {encoding!r}; trajrun reads gzip, deflate or no encoding")
+        zlib_header = (
+            len(wire) >= 2 and wire[0] & 0x0F == 8 and int.from_bytes(wire[:2], "big") % 31 == 0
+        )
+        return _inflate(
+            wire, zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS, name
+        )  # some send it bare
+    raise Fatal(
+        f"the answer is encoded as {encoding!r}; trajrun reads gzip, deflate or no encoding"
+    )
 
 
 def _inflate(data: bytes, wbits: int, name: str) -> bytes:
@@ -266,7 +281,12 @@ class _Reader(io.RawIOBase):
 
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         super().__init__()
-        self._sock, self._raw, self._deadline, self._count = sock, sock.makefile("rb", buffering=0), deadline, 0
+        self._sock, self._raw, self._deadline, self._count = (
+            sock,
+            sock.makefile("rb", buffering=0),
+            deadline,
+            0,
+        )
 
     def readable(self) -> bool:
         return True
@@ -319,7 +339,9 @@ class _HTTP(http.client.HTTPConnection):
 class _HTTPS(http.client.HTTPSConnection):
     """``_HTTP`` over TLS."""
 
-    def __init__(self, host: str, port: int | None, deadline: float, context: ssl.SSLContext) -> None:
+    def __init__(
+        self, host: str, port: int | None, deadline: float, context: ssl.SSLContext
+    ) -> None:
         super().__init__(host, port, context=context)
         self._deadline = deadline
         self.response_class = _response_class(deadline)  # type: ignore[assignment]

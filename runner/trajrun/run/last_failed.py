@@ -98,8 +98,9 @@ class LastFailed:
             ignore.write_text(GITIGNORE, encoding="utf-8")
 
 
-def rerun(recorded: frozenset[str], files: Sequence[Path], root: Path, only: bool,
-          first: bool) -> Rerun:
+def rerun(
+    recorded: frozenset[str], files: Sequence[Path], root: Path, only: bool, first: bool
+) -> Rerun:
     """What ``--lf`` (``only``) and ``--ff`` (``first``) select among the suite ``files`` of this
     run, given the recorded ids: with none recorded under these paths, every case runs, as in
     pytest."""
@@ -107,8 +108,11 @@ def rerun(recorded: frozenset[str], files: Sequence[Path], root: Path, only: boo
     chosen = frozenset(i for i in recorded if i in here or i.partition("::")[0] in here)
     if not chosen:
         n = len(recorded)
-        why = f"{n} failure{'s' if n != 1 else ''} recorded, none in these suites" if n else \
-            "no failures recorded"
+        why = (
+            f"{n} failure{'s' if n != 1 else ''} recorded, none in these suites"
+            if n
+            else "no failures recorded"
+        )
         return Rerun(None, frozenset(), f"{why}; running every case")
     whole = sum(1 for i in chosen if i in here)
     cases = len(chosen) - whole

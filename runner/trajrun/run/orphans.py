@@ -20,8 +20,9 @@ def end_with_parent() -> None:
     die_with_parent()
     parent = multiprocessing.parent_process()
     if parent is not None:
-        threading.Thread(target=_exit_on, args=(parent.sentinel,), daemon=True,
-                         name="trajrun-orphan").start()
+        threading.Thread(
+            target=_exit_on, args=(parent.sentinel,), daemon=True, name="trajrun-orphan"
+        ).start()
 
 
 def _exit_on(sentinel: int) -> None:

@@ -83,7 +83,11 @@ def collect(paths: Sequence[str | Path]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.name.endswith(SUITE_SUFFIXES) and p.is_file()))
+            files.extend(
+                sorted(
+                    p for p in path.rglob("*") if p.name.endswith(SUITE_SUFFIXES) and p.is_file()
+                )
+            )
         elif path.is_file():
             files.append(path)
         else:
@@ -95,9 +99,17 @@ def nothing_found(paths: Sequence[str | Path]) -> str:
     """What to say when ``paths`` hold no suite file (a mistyped folder must not pass quietly)."""
     where = ", ".join(str(p) for p in paths)
     others = [p for raw in paths if Path(raw).is_dir() for p in Path(raw).rglob("*.y*ml")]
-    hint = (f"; {len(others)} YAML file{'s' if len(others) != 1 else ''} there "
-            f"{'do' if len(others) != 1 else 'does'} not end in .suite.yaml — rename the suites") if others else ""
-    return f"no suite files found under {where} (suite files end in .suite.yaml or .suite.yml){hint}"
+    hint = (
+        (
+            f"; {len(others)} YAML file{'s' if len(others) != 1 else ''} there "
+            f"{'do' if len(others) != 1 else 'does'} not end in .suite.yaml — rename the suites"
+        )
+        if others
+        else ""
+    )
+    return (
+        f"no suite files found under {where} (suite files end in .suite.yaml or .suite.yml){hint}"
+    )
 
 
 def case_id(root: Path, suite_path: Path, name: str) -> str:
@@ -115,7 +127,9 @@ def suite_id(root: Path, suite_path: Path) -> str:
     return shown.as_posix()
 
 
-def load_one(path: Path, variables: Mapping[str, Any], golden_root: Path | None = None) -> Suite | SuiteResult:
+def load_one(
+    path: Path, variables: Mapping[str, Any], golden_root: Path | None = None
+) -> Suite | SuiteResult:
     """One suite, or a SuiteResult holding every error of the file."""
     try:
         return load_suite(path, variables, golden_root)
@@ -137,7 +151,11 @@ def plan(suite: Suite, options: RunOptions, root: Path) -> tuple[Planned, int]:
     failures first); returns the plan and the number left out."""
     keep = selector(options)
     prefix = suite_id(root, suite.path)  # resolving the paths once per file, not per case
-    chosen = [(cid, case) for case in suite.cases if keep(suite.name, cid := f"{prefix}::{case.name}", case)]
+    chosen = [
+        (cid, case)
+        for case in suite.cases
+        if keep(suite.name, cid := f"{prefix}::{case.name}", case)
+    ]
     if options.first:
         chosen.sort(key=lambda item: item[0] not in options.first)
     return Planned(suite, tuple(chosen)), len(suite.cases) - len(chosen)
@@ -185,20 +203,38 @@ def stops(case: CaseResult) -> bool:
     return case.outcome in ("failed", "error", "xpassed")
 
 
-def case_results(item: Planned, cache: SourceCache, update_golden: bool, exitfirst: bool,
-                  skip: int = 0, judge: Judge | None = None, ahead: int = JUDGE_AHEAD,
-                  bulk: BulkSession | None = None, keep: frozenset[str] | None = None) -> Iterator[CaseResult]:
+def case_results(
+    item: Planned,
+    cache: SourceCache,
+    update_golden: bool,
+    exitfirst: bool,
+    skip: int = 0,
+    judge: Judge | None = None,
+    ahead: int = JUDGE_AHEAD,
+    bulk: BulkSession | None = None,
+    keep: frozenset[str] | None = None,
+) -> Iterator[CaseResult]:
     """Run a suite's selected cases in order (from the ``skip``-th), yielding each result as it is done;
     with ``exitfirst``, stop after the first that fails. Without ``bulk`` (a ``-j`` worker), bulk cases give
     stand-ins that the parent runs. Results are ``lean`` but for the outcomes in ``keep``."""
     share = [Planned(item.suite, item.cases[skip:])]
-    for _, result in pipeline(share, cache, judge, update_golden, exitfirst, ahead=ahead, bulk=bulk, keep=keep):
+    for _, result in pipeline(
+        share, cache, judge, update_golden, exitfirst, ahead=ahead, bulk=bulk, keep=keep
+    ):
         yield result
 
 
-def pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge: Judge | None, update_golden: bool,
-              exitfirst: bool, start: Callable[[int], None] | None = None, ahead: int = JUDGE_AHEAD,
-              bulk: BulkSession | None = None, keep: frozenset[str] | None = None) -> Iterator[tuple[int, CaseResult]]:
+def pipeline(
+    plans: Sequence[Planned | SuiteResult],
+    cache: SourceCache,
+    judge: Judge | None,
+    update_golden: bool,
+    exitfirst: bool,
+    start: Callable[[int], None] | None = None,
+    ahead: int = JUDGE_AHEAD,
+    bulk: BulkSession | None = None,
+    keep: frozenset[str] | None = None,
+) -> Iterator[tuple[int, CaseResult]]:
     """Run the plans' cases, yielding ``(plan index, result)`` in order, ``lean`` but for the outcomes in ``keep``;
     with ``exitfirst``, stop after the first that fails. ``start`` hears of each plan's index as its cases start.
     A file source leaves ``cache`` once the last of these cases naming it has read it.
@@ -215,7 +251,9 @@ def pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge: 
         for cid, case in item.cases:
             if start:
                 start(index)
-            pending.append((index, _start(case, item.suite, cid, cache, update_golden, judge, bulk)))
+            pending.append(
+                (index, _start(case, item.suite, cid, cache, update_golden, judge, bulk))
+            )
             cache.done(case)
             while pending and (pending[0][1].done() or len(pending) > ahead):
                 done, case_result = pending[0][0], lean(pending.popleft()[1].result(), keep)
@@ -227,8 +265,15 @@ def pipeline(plans: Sequence[Planned | SuiteResult], cache: SourceCache, judge: 
         yield done, case_result
 
 
-def _start(case: Case | CaseResult, suite: Suite, cid: str, cache: SourceCache, update_golden: bool,
-           judge: Judge | None, bulk: BulkSession | None) -> PendingCase | Ran:
+def _start(
+    case: Case | CaseResult,
+    suite: Suite,
+    cid: str,
+    cache: SourceCache,
+    update_golden: bool,
+    judge: Judge | None,
+    bulk: BulkSession | None,
+) -> PendingCase | Ran:
     """Start one case: a bulk case in the bulk session (a stand-in in a ``-j`` worker, which the parent runs
     later), any other here; a case that ran while its file loaded is its result."""
     if isinstance(case, CaseResult):
@@ -238,7 +283,14 @@ def _start(case: Case | CaseResult, suite: Suite, cid: str, cache: SourceCache, 
     return start_case(case, suite, cid, cache, update_golden, judge)
 
 
-def suite_result(suite: Suite, cases: list[CaseResult], began: float, stamp: datetime) -> SuiteResult:
+def suite_result(
+    suite: Suite, cases: list[CaseResult], began: float, stamp: datetime
+) -> SuiteResult:
     """A suite's results, timed from ``began``."""
-    return SuiteResult(suite.name, str(suite.path), tuple(cases), duration=time.perf_counter() - began,
-                       timestamp=stamp)
+    return SuiteResult(
+        suite.name,
+        str(suite.path),
+        tuple(cases),
+        duration=time.perf_counter() - began,
+        timestamp=stamp,
+    )

@@ -29,7 +29,9 @@ class LoadInterrupted(KeyboardInterrupt):
         self.finished = finished
 
 
-def prerun(path: Path, options: RunOptions, root: Path, cache: SourceCache) -> tuple[Planned | SuiteResult, int]:
+def prerun(
+    path: Path, options: RunOptions, root: Path, cache: SourceCache
+) -> tuple[Planned | SuiteResult, int]:
     """One suite file loaded (or its load errors) and its cases selected by ``-k``, ``-m`` and ``--shard``, with
     the number left out; a large file is loaded case by case, its file-reading cases run as they come.
 
@@ -37,8 +39,11 @@ def prerun(path: Path, options: RunOptions, root: Path, cache: SourceCache) -> t
     """
     try:
         # golden files are written only once the whole file is known to load: load it first
-        opened = load_suite(path, options.variables, options.golden_root) if options.update_golden else \
-            open_suite(path, options.variables, options.golden_root)
+        opened = (
+            load_suite(path, options.variables, options.golden_root)
+            if options.update_golden
+            else open_suite(path, options.variables, options.golden_root)
+        )
         if isinstance(opened, SuiteStream):
             try:
                 return _streamed(opened, path, options, root, cache)
@@ -49,8 +54,9 @@ def prerun(path: Path, options: RunOptions, root: Path, cache: SourceCache) -> t
     return plan(opened, options, root)
 
 
-def _streamed(stream: SuiteStream, path: Path, options: RunOptions, root: Path,
-              cache: SourceCache) -> tuple[Planned, int]:
+def _streamed(
+    stream: SuiteStream, path: Path, options: RunOptions, root: Path, cache: SourceCache
+) -> tuple[Planned, int]:
     """``prerun`` of a file whose cases come one at a time; raises what iterating them raises."""
     suite, keep, prefix = stream.suite, selector(options), suite_id(root, path)
     chosen: list[tuple[str, Case | CaseResult]] = []
@@ -70,7 +76,9 @@ def _streamed(stream: SuiteStream, path: Path, options: RunOptions, root: Path,
                 stopped = options.exitfirst and stops(result)
     except KeyboardInterrupt:  # an interrupted run still reports every case that finished
         finished = tuple(result for _, result in chosen if isinstance(result, CaseResult))
-        raise LoadInterrupted(SuiteResult(suite.name, str(path), finished, duration=spent)) from None
+        raise LoadInterrupted(
+            SuiteResult(suite.name, str(path), finished, duration=spent)
+        ) from None
     return Planned(suite, tuple(chosen), spent), left_out
 
 

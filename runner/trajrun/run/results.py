@@ -145,7 +145,11 @@ class RunResult:
     @property
     def judge_skipped(self) -> int:
         """How many cases had their ``judge:`` check skipped by ``--no-judge`` (never counted as passes)."""
-        return sum(1 for c in self.cases if c.evaluation and c.evaluation.judge and c.evaluation.judge.skipped)
+        return sum(
+            1
+            for c in self.cases
+            if c.evaluation and c.evaluation.judge and c.evaluation.judge.skipped
+        )
 
     @property
     def pass_rate(self) -> float | None:

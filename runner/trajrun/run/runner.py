@@ -19,8 +19,20 @@ from .cores import worker_limit
 from .execute import SourceCache
 from .judge import Judge
 from .last_failed import failed_first
-from .plans import (Planned, Progress, RunOptions, case_results, collect, load_one, nothing_found, pipeline, plan, stops,
-                    suite_result, unique_suite)
+from .plans import (
+    Planned,
+    Progress,
+    RunOptions,
+    case_results,
+    collect,
+    load_one,
+    nothing_found,
+    pipeline,
+    plan,
+    stops,
+    suite_result,
+    unique_suite,
+)
 from .prerun import LoadInterrupted, prerun
 from .results import CaseResult, Gates, RunResult, SuiteResult
 
@@ -40,15 +52,20 @@ class Reporter(Protocol):
 
     def start(self, total_cases: int) -> None:
         """Before the first case: how many will run."""
+
     def suite_load_error(self, result: SuiteResult) -> None:
         """A suite file that could not be loaded."""
+
     def case_done(self, result: CaseResult) -> None:
         """One case finished."""
+
     def finish(self, run: RunResult) -> None:
         """The run is over."""
 
 
-def run_paths(paths: Sequence[str | Path], options: RunOptions | None = None, reporter: Reporter | None = None) -> RunResult:
+def run_paths(
+    paths: Sequence[str | Path], options: RunOptions | None = None, reporter: Reporter | None = None
+) -> RunResult:
     """Collect, load, select and run, as ``trajrun run`` does; a broken suite or case never stops the others.
 
     An interrupt (SIGINT) stops the run: the reporter still finishes, and ``RunInterrupted`` carries the result.
@@ -61,7 +78,9 @@ def run_paths(paths: Sequence[str | Path], options: RunOptions | None = None, re
     bulk = BulkSession(options.bulk, min(options.jobs, worker_limit()), reporter)
     try:
         if parallel:
-            from .workers import run_parallel  # deferred: multiprocessing costs start-up time in every run
+            from .workers import (
+                run_parallel,
+            )  # deferred: multiprocessing costs start-up time in every run
 
             run_parallel(files, options, root, progress)
             _run_pending_bulk(progress.suites, options, bulk)
@@ -73,9 +92,15 @@ def run_paths(paths: Sequence[str | Path], options: RunOptions | None = None, re
         bulk.close()
     suites = _replay(progress.suites, options.exitfirst, reporter) if parallel else progress.suites
     not_run = progress.selected - sum(len(s.cases) for s in suites) if options.exitfirst else 0
-    result = RunResult(tuple(_marked(suites, options.gates)), time.perf_counter() - started,
-                       progress.deselected, nothing_found=None if files else nothing_found(paths),
-                       sharded=options.shard is not None, not_run=not_run, gates=options.gates)
+    result = RunResult(
+        tuple(_marked(suites, options.gates)),
+        time.perf_counter() - started,
+        progress.deselected,
+        nothing_found=None if files else nothing_found(paths),
+        sharded=options.shard is not None,
+        not_run=not_run,
+        gates=options.gates,
+    )
     if reporter:
         reporter.finish(result)
     if interrupted:
@@ -89,18 +114,36 @@ def run_suite(suite: Suite, options: RunOptions | None = None) -> SuiteResult:
     root = options.root or Path.cwd()
     planned, _ = plan(suite, options, root)
     stamp, began = datetime.now(), time.perf_counter()
-    judge, bulk = Judge(options.judge, root), BulkSession(options.bulk, min(options.jobs, worker_limit()))
+    judge, bulk = (
+        Judge(options.judge, root),
+        BulkSession(options.bulk, min(options.jobs, worker_limit())),
+    )
     try:
-        cases = list(case_results(planned, SourceCache(), options.update_golden, options.exitfirst, judge=judge,
-                                   bulk=bulk, keep=options.keep))
+        cases = list(
+            case_results(
+                planned,
+                SourceCache(),
+                options.update_golden,
+                options.exitfirst,
+                judge=judge,
+                bulk=bulk,
+                keep=options.keep,
+            )
+        )
     finally:
         judge.close()
         bulk.close()
     return suite_result(suite, cases, began, stamp)
 
 
-def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Reporter | None,
-                progress: Progress, bulk: BulkSession | None = None) -> None:
+def _run_serial(
+    files: list[Path],
+    options: RunOptions,
+    root: Path,
+    reporter: Reporter | None,
+    progress: Progress,
+    bulk: BulkSession | None = None,
+) -> None:
     """Load every suite (so the reporter knows the total), then run the cases in order; the cases of a large
     file that only read files run while it loads (``prerun``)."""
     plans: list[Planned | SuiteResult] = []
@@ -126,8 +169,15 @@ def _run_serial(files: list[Path], options: RunOptions, root: Path, reporter: Re
         judge.close()
 
 
-def _run_plans(plans: list[Planned | SuiteResult], options: RunOptions, reporter: Reporter | None,
-               progress: Progress, cache: SourceCache, judge: Judge, bulk: BulkSession | None = None) -> None:
+def _run_plans(
+    plans: list[Planned | SuiteResult],
+    options: RunOptions,
+    reporter: Reporter | None,
+    progress: Progress,
+    cache: SourceCache,
+    judge: Judge,
+    bulk: BulkSession | None = None,
+) -> None:
     """Run the loaded suites' cases, reporting each in order as it is done; a suite file's result is kept
     once its last case is (on an interrupt too, with the cases that finished)."""
     opened: dict[int, tuple[list[CaseResult], float, datetime]] = {}
@@ -154,8 +204,16 @@ def _run_plans(plans: list[Planned | SuiteResult], options: RunOptions, reporter
         opened.setdefault(index, ([], time.perf_counter(), datetime.now()))
 
     try:
-        for index, result in pipeline(plans, cache, judge, options.update_golden, options.exitfirst, start, bulk=bulk,
-                                      keep=options.keep):
+        for index, result in pipeline(
+            plans,
+            cache,
+            judge,
+            options.update_golden,
+            options.exitfirst,
+            start,
+            bulk=bulk,
+            keep=options.keep,
+        ):
             close(index)
             opened[index][0].append(result)
             if reporter:
@@ -172,8 +230,12 @@ def _run_pending_bulk(suites: list[SuiteResult], options: RunOptions, bulk: Bulk
             continue
         loaded = load_one(Path(suite.file), options.variables, options.golden_root)
         by_name = {case.name: case for case in loaded.cases} if isinstance(loaded, Suite) else {}
-        cases = tuple(bulk.run(by_name[c.name], loaded, c.case_id)  # type: ignore[arg-type]
-                      if c.check_type == PENDING and c.name in by_name else c for c in suite.cases)
+        cases = tuple(
+            bulk.run(by_name[c.name], loaded, c.case_id)  # type: ignore[arg-type]
+            if c.check_type == PENDING and c.name in by_name
+            else c
+            for c in suite.cases
+        )
         suites[n] = dataclasses.replace(suite, cases=cases)
 
 
@@ -184,7 +246,9 @@ def _marked(suites: list[SuiteResult], gates: Gates) -> list[SuiteResult]:
     return [dataclasses.replace(s, cases=tuple(map(gates.mark, s.cases))) for s in suites]
 
 
-def _replay(suites: list[SuiteResult], exitfirst: bool, reporter: Reporter | None) -> list[SuiteResult]:
+def _replay(
+    suites: list[SuiteResult], exitfirst: bool, reporter: Reporter | None
+) -> list[SuiteResult]:
     """Report results that workers produced, in path order; with ``exitfirst``, drop those after the first failure."""
     if exitfirst:
         suites = _cut_after_first_failure(suites)

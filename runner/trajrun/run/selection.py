@@ -45,7 +45,9 @@ class _Parser:
             raise ExpressionError(f"empty expression {self.shown}")
         node = self._or()
         if self.pos < len(self.tokens):
-            raise ExpressionError(f"unexpected {self.tokens[self.pos]!r} in expression {self.shown}")
+            raise ExpressionError(
+                f"unexpected {self.tokens[self.pos]!r} in expression {self.shown}"
+            )
         return node
 
     def _peek(self) -> str | None:
@@ -135,8 +137,10 @@ def marker_matcher(text: str) -> Callable[[Iterable[str]], bool]:
 def parse_shard(text: str) -> tuple[int, int]:
     """``I/N`` with 1 <= I <= N; an empty value (an unset ``$SHARD``) is an error, never "run everything"."""
     if not text.strip():
-        raise ValueError("--shard is empty (is the variable that should set it unset?); give I/N with "
-                         "1 <= I <= N, like 2/3, or leave --shard out to run every case")
+        raise ValueError(
+            "--shard is empty (is the variable that should set it unset?); give I/N with "
+            "1 <= I <= N, like 2/3, or leave --shard out to run every case"
+        )
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
         raise ValueError(f"--shard expects I/N with 1 <= I <= N, like 2/3; got {text!r}")

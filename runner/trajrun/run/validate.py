@@ -14,8 +14,9 @@ from ..yaml_items import Unsplittable
 from .plans import collect, nothing_found
 
 
-def validate_paths(paths: Sequence[str | Path], variables: Mapping[str, Any],
-                   golden_root: Path | None = None) -> tuple[list[str], int]:
+def validate_paths(
+    paths: Sequence[str | Path], variables: Mapping[str, Any], golden_root: Path | None = None
+) -> tuple[list[str], int]:
     """Every problem found in the suite files under ``paths``, one line each, and how many files were read.
 
     Finding no suite file at all is a problem too: a mistyped path must not pass a CI step.
@@ -29,12 +30,18 @@ def validate_paths(paths: Sequence[str | Path], variables: Mapping[str, Any],
         except SuiteErrors as exc:
             problems.extend(str(e) for e in exc.errors)
         except Exception as exc:  # noqa: BLE001 - a bug must not hide the other files' problems
-            problems.append(f"{path}: internal error: {type(exc).__name__}: {exc} (please report it)")
+            problems.append(
+                f"{path}: internal error: {type(exc).__name__}: {exc} (please report it)"
+            )
     return problems, len(files)
 
 
-def _file_problems(path: Path, variables: Mapping[str, Any], golden_root: Path | None,
-                   read: dict[tuple[Any, ...], str | None]) -> list[str]:
+def _file_problems(
+    path: Path,
+    variables: Mapping[str, Any],
+    golden_root: Path | None,
+    read: dict[tuple[Any, ...], str | None],
+) -> list[str]:
     """The problems of one suite file's cases; a file that does not load raises ``SuiteErrors`` (its cases'
     problems are not reported then). A large file is checked case by case, never held whole."""
     opened = open_suite(path, variables, golden_root)
@@ -51,12 +58,24 @@ def _case_problems(case: Case, read: dict[tuple[Any, ...], str | None]) -> list[
     sources are not run, nor cases skipped for want of what they ``require``)."""
     problems = [str(problem) for problem in case_problems(case)]
     source = case.source
-    if source is None or source.file is None or source.each is not None or not source.file.is_file():
+    if (
+        source is None
+        or source.file is None
+        or source.each is not None
+        or not source.file.is_file()
+    ):
         return problems
     if case.requires and unmet(case.requires):
         return problems
-    key = (source.file, source.format, source.select, source.record, source.thread, source.checkpoint,
-           source.traces)
+    key = (
+        source.file,
+        source.format,
+        source.select,
+        source.record,
+        source.thread,
+        source.checkpoint,
+        source.traces,
+    )
     if key not in read:
         read[key] = _problem(source)
     if read[key]:
@@ -67,10 +86,19 @@ def _case_problems(case: Case, read: dict[tuple[Any, ...], str | None]) -> list[
 def _problem(source: Source) -> str | None:
     """Why a file source cannot be read, or None when it reads."""
     try:
-        load_trajectory(source.file, format=source.format, select=source.select, record=source.record,  # type: ignore[arg-type]
-                        thread=source.thread, checkpoint=source.checkpoint, traces=source.traces)
+        load_trajectory(
+            source.file,
+            format=source.format,
+            select=source.select,
+            record=source.record,  # type: ignore[arg-type]
+            thread=source.thread,
+            checkpoint=source.checkpoint,
+            traces=source.traces,
+        )
     except SourceError as exc:
         return str(exc)
     except Exception as exc:  # noqa: BLE001 - a reader's bug is this source's problem, not the end of validate
-        return f"internal error reading {source.file}: {type(exc).__name__}: {exc} (please report it)"
+        return (
+            f"internal error reading {source.file}: {type(exc).__name__}: {exc} (please report it)"
+        )
     return None

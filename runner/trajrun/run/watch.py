@@ -38,46 +38,64 @@ class Inputs:
         """The suite files to rerun for these changed (resolved) paths, as ``collect`` names them,
         in path order: those that read a changed file, and suite files new under a folder given."""
         changed = set(changed)
-        chosen = {shown for shown, files, globs in self.suites.values()
-                  if files & changed or any(fnmatch.fnmatch(str(path), glob)
-                                            for glob in globs for path in changed)}
-        chosen.update(_relative(path) for path in changed
-                      if path not in self.suites and self._new_suite(path))
+        chosen = {
+            shown
+            for shown, files, globs in self.suites.values()
+            if files & changed
+            or any(fnmatch.fnmatch(str(path), glob) for glob in globs for path in changed)
+        }
+        chosen.update(
+            _relative(path) for path in changed if path not in self.suites and self._new_suite(path)
+        )
         return sorted(path for path in chosen if path.is_file())
 
     def describe(self) -> str:
         """``2 suite files and the 3 files they read``, for the console."""
         count = len(self.suites)
-        read = len({file for suite, (_, files, _) in self.suites.items()
-                    for file in files if file != suite})
-        return f"{count} suite file{'s' if count != 1 else ''} and the {read} " \
-               f"file{'s' if read != 1 else ''} " \
-               f"{'they read' if count != 1 else 'it reads'}"
+        read = len(
+            {
+                file
+                for suite, (_, files, _) in self.suites.items()
+                for file in files
+                if file != suite
+            }
+        )
+        return (
+            f"{count} suite file{'s' if count != 1 else ''} and the {read} "
+            f"file{'s' if read != 1 else ''} "
+            f"{'they read' if count != 1 else 'it reads'}"
+        )
 
     def _new_suite(self, path: Path) -> bool:
         """Whether ``path`` is a suite file under a folder given (or a suite file given by name)."""
-        return path.name.endswith(SUITE_SUFFIXES) and any(path == root or path.is_relative_to(root)
-                                                           for root in self.roots)
+        return path.name.endswith(SUITE_SUFFIXES) and any(
+            path == root or path.is_relative_to(root) for root in self.roots
+        )
 
 
-def read_inputs(paths: Sequence[str | Path], variables: Mapping[str, Any] | None = None,
-                golden_root: Path | None = None) -> Inputs:
+def read_inputs(
+    paths: Sequence[str | Path],
+    variables: Mapping[str, Any] | None = None,
+    golden_root: Path | None = None,
+) -> Inputs:
     """What the suites under ``paths`` read now (a suite that does not load reads only itself)."""
     suites = {}
     for path in collect(paths):
         files, globs = suite_inputs(path, variables, golden_root)
         suites[path.resolve()] = (path, files, globs)
     roots = tuple(Path(raw).resolve() for raw in paths)
-    folders = {folder for root in roots
-               for folder in (_tree(root) if root.is_dir() else [root.parent])}
+    folders = {
+        folder for root in roots for folder in (_tree(root) if root.is_dir() else [root.parent])
+    }
     for _, files, globs in suites.values():
         folders.update(file.parent for file in files)
         folders.update(folder for glob in globs for folder in _tree(_fixed_part(glob)))
     return Inputs(suites, roots, frozenset(folder for folder in folders if folder.is_dir()))
 
 
-def suite_inputs(path: Path, variables: Mapping[str, Any] | None = None,
-                 golden_root: Path | None = None) -> tuple[frozenset[Path], tuple[str, ...]]:
+def suite_inputs(
+    path: Path, variables: Mapping[str, Any] | None = None, golden_root: Path | None = None
+) -> tuple[frozenset[Path], tuple[str, ...]]:
     """The resolved files one suite reads (itself, its file sources, its golden files) and its local
     glob sources."""
     files, globs = {path.resolve()}, []
@@ -95,10 +113,16 @@ def suite_inputs(path: Path, variables: Mapping[str, Any] | None = None,
     return frozenset(files), tuple(globs)
 
 
-def watch(paths: Sequence[str | Path], rerun: Callable[[Sequence[str | Path]], Any],
-          variables: Mapping[str, Any] | None = None, golden_root: Path | None = None, *,
-          stop: threading.Event | None = None, max_runs: int | None = None,
-          tell: Callable[[str], None] = lambda _: None) -> Any:
+def watch(
+    paths: Sequence[str | Path],
+    rerun: Callable[[Sequence[str | Path]], Any],
+    variables: Mapping[str, Any] | None = None,
+    golden_root: Path | None = None,
+    *,
+    stop: threading.Event | None = None,
+    max_runs: int | None = None,
+    tell: Callable[[str], None] = lambda _: None,
+) -> Any:
     """Run ``rerun(paths)``, then, on each change, ``rerun`` the suite files it affects, until
     ``stop`` is set, Ctrl-C outside a run, or ``max_runs`` runs (the first included); returns what
     the last ``rerun`` returned (Ctrl-C during a run propagates).
@@ -115,9 +139,13 @@ def watch(paths: Sequence[str | Path], rerun: Callable[[Sequence[str | Path]], A
             if watcher is None or watcher.folders != inputs.folders:
                 if watcher is not None:
                     watcher.close()
-                batches = watchfiles.watch(*sorted(inputs.folders), recursive=False,
-                                           stop_event=stop, rust_timeout=_TICK_MS,
-                                           yield_on_timeout=True)
+                batches = watchfiles.watch(
+                    *sorted(inputs.folders),
+                    recursive=False,
+                    stop_event=stop,
+                    rust_timeout=_TICK_MS,
+                    yield_on_timeout=True,
+                )
                 watcher = _Watcher(batches, inputs.folders)
             ready = functools.partial(tell, f"watching {inputs.describe()}; Ctrl-C to stop")
             change = watcher.wait(inputs, ready)
@@ -144,8 +172,9 @@ class _Watcher:
     def __init__(self, batches: Iterator[set[tuple[Any, str]]], folders: frozenset[Path]) -> None:
         self.batches, self.folders, self.started = batches, folders, False
 
-    def wait(self, inputs: Inputs,
-             ready: Callable[[], None]) -> tuple[list[str], list[Path]] | None:
+    def wait(
+        self, inputs: Inputs, ready: Callable[[], None]
+    ) -> tuple[list[str], list[Path]] | None:
         """The changed paths (as shown) and the suites they affect, at the first change that affects
         one; None when the stop event is set. ``ready`` is called once the watcher runs."""
         if self.started:
@@ -180,8 +209,9 @@ def _tree(folder: Path) -> list[Path]:
     """A folder and the folders under it, but for hidden ones and ``__pycache__``."""
     found = [folder]
     for parent, names, _ in os.walk(folder):
-        names[:] = sorted(name for name in names
-                          if not name.startswith(".") and name != "__pycache__")
+        names[:] = sorted(
+            name for name in names if not name.startswith(".") and name != "__pycache__"
+        )
         found.extend(Path(parent) / name for name in names)
     return found
 

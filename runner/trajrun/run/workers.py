@@ -23,7 +23,6 @@ from .orphans import end_with_parent
 from .plans import Planned, Progress, RunOptions, case_results, load_one, plan, unique_suite
 from .results import CaseResult, SuiteResult
 
-
 STOP_GRACE = 5.0
 """Seconds stopping workers may take (each kills its live source first) before they are killed."""
 
@@ -125,7 +124,9 @@ class _Pool:
     def _start(self) -> _Worker:
         """A new worker process."""
         ours, theirs = self.context.Pipe()
-        process = self.context.Process(target=_worker, args=(theirs, self.options, self.root), daemon=True)
+        process = self.context.Process(
+            target=_worker, args=(theirs, self.options, self.root), daemon=True
+        )
         process.start()
         theirs.close()  # so that the worker's death reads as end of file here
         return _Worker(process, ours)
@@ -161,17 +162,35 @@ class _Pool:
         path, part, _ = share.unit
         if share.head is None:
             message = f"{path}: the worker process died while loading this suite ({reason})"
-            share.head = SuiteResult(path.name, str(path), load_errors=(message,) if part == 0 else ())
+            share.head = SuiteResult(
+                path.name, str(path), load_errors=(message,) if part == 0 else ()
+            )
             return []
         done = len(share.cases)
         if done == len(share.planned):
             return []
         cid, name, line = share.planned[done]
-        message = (f"the worker process died while running this case ({reason}); code that a case runs inside "
-                   "trajrun, such as a compare function, must return or raise, never exit or crash")
-        share.cases.append(CaseResult(cid, share.head.name, name, share.head.file, line, "error", message=message,
-                                      check_type="error"))
-        return [(share, done + 1)] if done + 1 < len(share.planned) and not self.options.exitfirst else []
+        message = (
+            f"the worker process died while running this case ({reason}); code that a case runs inside "
+            "trajrun, such as a compare function, must return or raise, never exit or crash"
+        )
+        share.cases.append(
+            CaseResult(
+                cid,
+                share.head.name,
+                name,
+                share.head.file,
+                line,
+                "error",
+                message=message,
+                check_type="error",
+            )
+        )
+        return (
+            [(share, done + 1)]
+            if done + 1 < len(share.planned) and not self.options.exitfirst
+            else []
+        )
 
     def _stop(self, gently: bool) -> None:
         """End every worker: idle ones are told to, the rest are terminated (and killed after a grace period)."""
@@ -239,8 +258,15 @@ def _worker(conn: Connection, options: RunOptions, root: Path) -> None:
         judge.close()
 
 
-def _run_unit(unit: Unit, skip: int, options: RunOptions, root: Path, cache: SourceCache,
-              send: Callable[[tuple[Any, ...]], None], judge: Judge | None = None) -> None:
+def _run_unit(
+    unit: Unit,
+    skip: int,
+    options: RunOptions,
+    root: Path,
+    cache: SourceCache,
+    send: Callable[[tuple[Any, ...]], None],
+    judge: Judge | None = None,
+) -> None:
     """In a worker: load and select one part of one suite file, then run its cases from the ``skip``-th;
     sends the plan, each case's result, and the end."""
     path, part, parts = unit
@@ -251,17 +277,27 @@ def _run_unit(unit: Unit, skip: int, options: RunOptions, root: Path, cache: Sou
         return
     planned, left_out = plan(item, options, root)
     size = len(planned.cases)
-    share = Planned(item, planned.cases[part * size // parts:(part + 1) * size // parts])
+    share = Planned(item, planned.cases[part * size // parts : (part + 1) * size // parts])
     cases = tuple((cid, case.name, case.loc.line) for cid, case in share.cases)
     send(("plan", SuiteResult(item.name, str(item.path)), cases, left_out if part == 0 else 0))
     began = time.perf_counter()
     # no case runs ahead in a worker: if it dies, the parent blames the first case it has no result for
-    for result in case_results(share, cache, options.update_golden, options.exitfirst, skip, judge, ahead=0,
-                               keep=options.keep):
+    for result in case_results(
+        share,
+        cache,
+        options.update_golden,
+        options.exitfirst,
+        skip,
+        judge,
+        ahead=0,
+        keep=options.keep,
+    ):
         send(("case", result))
     send(("end", time.perf_counter() - began))
 
 
 def _join(first: SuiteResult, more: SuiteResult) -> SuiteResult:
     """Two parts of one suite file's results, in order."""
-    return dataclasses.replace(first, cases=first.cases + more.cases, duration=first.duration + more.duration)
+    return dataclasses.replace(
+        first, cases=first.cases + more.cases, duration=first.duration + more.duration
+    )

@@ -24,7 +24,9 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     for i, message in enumerate(messages):
         evidence |= _message(builder, message, i)
     if auto and not evidence:
-        raise NotThisFormat("no tool_use, tool_result or thinking blocks and not a Message response")
+        raise NotThisFormat(
+            "no tool_use, tool_result or thinking blocks and not a Message response"
+        )
     return builder.finish(FORMAT)
 
 
@@ -38,7 +40,9 @@ def refuses_list(messages: list[Any]) -> bool:
         content = message.get("content")
         if not isinstance(content, str):
             return not isinstance(content, list)
-        if message.get("usage") is not None:  # summed by make_usage, which may raise (an infinite count)
+        if (
+            message.get("usage") is not None
+        ):  # summed by make_usage, which may raise (an infinite count)
             return False
     return True
 
@@ -50,7 +54,9 @@ def _message(builder: Builder, message: Any, i: int) -> bool:
         raise NotThisFormat(f"message {i} has role {role!r}, expected 'user' or 'assistant'")
     content = message.get("content")
     if not isinstance(content, (str, list)):
-        raise NotThisFormat(f"message {i} has content {type(content).__name__}, expected a string or blocks")
+        raise NotThisFormat(
+            f"message {i} has content {type(content).__name__}, expected a string or blocks"
+        )
     if role == "assistant":
         builder.turn(text_of(content), _usage(message.get("usage")))
     return isinstance(content, list) and _blocks(builder, content, i)

@@ -29,8 +29,11 @@ def refuses_list(messages: list[Any]) -> bool:
     if not messages:
         return True
     head = messages[0]
-    return not isinstance(head, dict) or head.get("role") not in ("user", "assistant") or \
-        not isinstance(head.get("content"), list)
+    return (
+        not isinstance(head, dict)
+        or head.get("role") not in ("user", "assistant")
+        or not isinstance(head.get("content"), list)
+    )
 
 
 def _messages(doc: Any) -> tuple[list[Any], Usage | None]:
@@ -42,7 +45,9 @@ def _messages(doc: Any) -> tuple[list[Any], Usage | None]:
         return [message], make_usage(doc.get("usage"), _INPUTS, _OUTPUTS)
     messages = as_list(doc, lambda d: "role" in d and "content" in d)
     if messages is None:
-        raise NotThisFormat("not a list of {role, content} messages or a response with 'output.message'")
+        raise NotThisFormat(
+            "not a list of {role, content} messages or a response with 'output.message'"
+        )
     return messages, None
 
 
@@ -51,10 +56,14 @@ def _message(builder: Builder, message: Any, i: int, usage: Usage | None) -> Non
     role = message.get("role") if isinstance(message, dict) else None
     content = message.get("content") if isinstance(message, dict) else None
     if role not in ("user", "assistant") or not isinstance(content, list):
-        raise NotThisFormat(f"message {i} is not a {{role: user|assistant, content: [blocks]}} message")
+        raise NotThisFormat(
+            f"message {i} is not a {{role: user|assistant, content: [blocks]}} message"
+        )
     for block in content:
         if not isinstance(block, dict) or "type" in block:
-            raise NotThisFormat(f"message {i} has a typed content block, not a Converse union block")
+            raise NotThisFormat(
+                f"message {i} has a typed content block, not a Converse union block"
+            )
     if role == "assistant":
         builder.turn(text_of(content), usage)
     for block in content:
@@ -63,4 +72,6 @@ def _message(builder: Builder, message: Any, i: int, usage: Usage | None) -> Non
             builder.call(use.get("name"), use.get("input"), use.get("toolUseId"))
         elif "toolResult" in block:
             res = block["toolResult"]
-            builder.result(res.get("content"), res.get("toolUseId"), None, res.get("status") == "error")
+            builder.result(
+                res.get("content"), res.get("toolUseId"), None, res.get("status") == "error"
+            )

@@ -65,7 +65,11 @@ def _decode_object(raw: str, start: int) -> dict[str, Any] | str:
     """
     try:
         value, end = _SCAN(raw, start)
-    except (ValueError, StopIteration, RecursionError):  # nested past the recursion limit: kept as text too
+    except (
+        ValueError,
+        StopIteration,
+        RecursionError,
+    ):  # nested past the recursion limit: kept as text too
         return raw
     if end != len(raw) and raw[end:].strip(_JSON_SPACE):
         return raw
@@ -98,7 +102,11 @@ def _block_text(block: Any) -> str | None:
     text = block.get("text")
     if not isinstance(text, str):
         return None
-    return text if (isinstance(kind, str) and kind in _TEXT_TYPES) or (kind is None and len(block) == 1) else None
+    return (
+        text
+        if (isinstance(kind, str) and kind in _TEXT_TYPES) or (kind is None and len(block) == 1)
+        else None
+    )
 
 
 def _block_json(block: Any) -> Any:
@@ -145,7 +153,9 @@ def make_usage(raw: Any, inputs: Iterable[str], outputs: Iterable[str]) -> Usage
     for slot, keys in enumerate((inputs, outputs)):
         for key in keys:
             value = raw.get(key)
-            if (isinstance(value, int) and not isinstance(value, bool)) or (type(value) is float and isfinite(value)):
+            if (isinstance(value, int) and not isinstance(value, bool)) or (
+                type(value) is float and isfinite(value)
+            ):
                 totals[slot] += int(value)
                 found = True
     return Usage(totals[0], totals[1]) if found else None
@@ -164,8 +174,18 @@ class Builder:
     object stays text).
     """
 
-    __slots__ = ("_names", "_args", "_ids", "_turns", "_pending", "_queues", "_queued", "_usages", "answer",
-                 "_details")
+    __slots__ = (
+        "_names",
+        "_args",
+        "_ids",
+        "_turns",
+        "_pending",
+        "_queues",
+        "_queued",
+        "_usages",
+        "answer",
+        "_details",
+    )
 
     def __init__(self, details: bool = True) -> None:
         """Start with no turns and no calls; ``details=False``: arguments and results unread (``read_trajectory``)."""
@@ -186,7 +206,9 @@ class Builder:
         if text:
             self.answer = text
 
-    def columns(self) -> tuple[list[Any], list[Any], list[Any], list[int], list[Any], list[Usage | None]]:
+    def columns(
+        self,
+    ) -> tuple[list[Any], list[Any], list[Any], list[int], list[Any], list[Usage | None]]:
         """The call columns (names, arguments as recorded, ids, turns), the recorded results and the turns' usage,
         for a reader's tight loop: it appends to them in step what :meth:`call`, :meth:`result` and :meth:`turn`
         would (a call's turn is its turn's index in the usages; the reader sets ``answer``), which saves a Python
@@ -208,7 +230,9 @@ class Builder:
         self._ids.append(call_id)
         self._turns.append(len(usages) - 1)
 
-    def result(self, content: Any, call_id: Any = None, name: Any = None, error: bool | None = None) -> None:
+    def result(
+        self, content: Any, call_id: Any = None, name: Any = None, error: bool | None = None
+    ) -> None:
         """Record a tool result; :meth:`finish` pairs it with a call made before it, or drops it."""
         self._pending.append((content, call_id, name, error, len(self._names)))
 
@@ -228,12 +252,23 @@ class Builder:
         raws = self._args
         # text never fails to decode (it stays text); another value is dumped as JSON, which can fail: decoded even lean
         args = raws if lean and all(map(isinstance, raws, repeat(str))) else _decode_all(raws)
-        columns = (names, args, self._ids, self._turns, range(count), results, has_result, errors,
-                   repeat(None))  # no durations: trace readers set them afterwards
+        columns = (
+            names,
+            args,
+            self._ids,
+            self._turns,
+            range(count),
+            results,
+            has_result,
+            errors,
+            repeat(None),
+        )  # no durations: trace readers set them afterwards
         usage = run_usage if run_usage is not None else _sum_usage(self._usages)
         if not lean:
             _check_depths(names, raws, args, results)
-        return Trajectory(rows_as(ToolCall, zip(*columns)), len(self._usages), usage, self.answer, None, fmt)
+        return Trajectory(
+            rows_as(ToolCall, zip(*columns)), len(self._usages), usage, self.answer, None, fmt
+        )
 
     def _pair(self, results: list[Any], has_result: list[bool], errors: list[bool | None]) -> None:
         """Fill the result columns: each recorded result, in history order, with the call it pairs with."""
@@ -275,7 +310,9 @@ def _check_depths(names: list[str], raws: list[Any], args: list[Any], results: l
     """``check_depth`` of the arguments and results, skipping what cannot nest deep at C speed: arguments that
     were text of at most ``MAX_DEPTH`` characters or brackets, results that are all plain values."""
     shallow = all(map(isinstance, raws, repeat(str))) and (
-        max(map(len, raws), default=0) <= MAX_DEPTH or _most(raws, "{") + _most(raws, "[") <= MAX_DEPTH)
+        max(map(len, raws), default=0) <= MAX_DEPTH
+        or _most(raws, "{") + _most(raws, "[") <= MAX_DEPTH
+    )
     if not shallow:
         check_depth(names, args, "arguments")
     if not _FLAT.issuperset(map(type, results)):
@@ -291,7 +328,9 @@ def check_depth(names: list[str], values: list[Any], part: str) -> None:
     """Refuse a call's arguments or result (``part``) nesting lists and maps past ``MAX_DEPTH`` levels, the limit
     suites have: matching and reports walk them recursively, and a source nested 900 deep ran them out of stack."""
     for position, value in enumerate(values):
-        if type(value) in _FLAT or (type(value) is dict and _FLAT.issuperset(map(type, value.values()))):
+        if type(value) in _FLAT or (
+            type(value) is dict and _FLAT.issuperset(map(type, value.values()))
+        ):
             continue
         if _deeper(value, MAX_DEPTH):
             raise TooDeep(f"tool call {position} ({names[position]}): its {part} nest lists and maps more than "
@@ -334,7 +373,11 @@ def _first_index(ids: list[Any]) -> dict[Any, int]:
     try:
         return dict(zip(reversed(ids), range(len(ids) - 1, -1, -1)))
     except TypeError:
-        return {call_id: index for index, call_id in reversed(list(enumerate(ids))) if _hashable(call_id)}
+        return {
+            call_id: index
+            for index, call_id in reversed(list(enumerate(ids)))
+            if _hashable(call_id)
+        }
 
 
 def _lookup(table: dict[Any, Any], key: Any, default: Any) -> Any:

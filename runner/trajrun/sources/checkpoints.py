@@ -67,8 +67,13 @@ class _Unread:
     what: str
 
 
-def load_database(path: Path, kind: tuple[str, bool], thread: str | None, checkpoint: str | None,
-                  spelling: Spelling) -> dict[str, Any]:
+def load_database(
+    path: Path,
+    kind: tuple[str, bool],
+    thread: str | None,
+    checkpoint: str | None,
+    spelling: Spelling,
+) -> dict[str, Any]:
     """The messages of one checkpoint of one thread, as a ``langgraph`` document; ``kind`` is the file's kind and
     whether it is gzipped (``thread`` or ``checkpoint`` on a file that is no database is an error)."""
     origin = str(path)
@@ -110,7 +115,9 @@ def _threads(conn: sqlite3.Connection, origin: str) -> dict[str, int]:
     import sqlite3  # deferred: as in _connect
 
     try:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
         if "checkpoints" not in tables:
             shown = ", ".join(sorted(tables)[:SHOWN]) or "none"
             raise SourceError(f"not a LangGraph checkpoint database: no 'checkpoints' table (tables: {shown}); "
@@ -137,19 +144,26 @@ def _thread(threads: dict[str, int], wanted: str | None, origin: str, spelling: 
     if len(threads) == 1:
         return next(iter(threads))
     if not threads:
-        raise SourceError("the database holds no checkpoints; run the graph with this checkpointer first", origin)
+        raise SourceError(
+            "the database holds no checkpoints; run the graph with this checkpointer first", origin
+        )
     raise SourceError(f"the database holds {len(threads)} threads and a run is one; pick one with "
                       f"{spelling.given('thread', 'ID')}; {_listed(threads)}", origin)  # fmt: skip
 
 
 def _listed(threads: dict[str, int]) -> str:
     """``threads: a (3 checkpoints), b (1 checkpoint)``, the first few."""
-    items = [f"{thread} ({count} checkpoint{'s' if count != 1 else ''})" for thread, count in threads.items()]
+    items = [
+        f"{thread} ({count} checkpoint{'s' if count != 1 else ''})"
+        for thread, count in threads.items()
+    ]
     more = f", … ({len(items) - SHOWN} more)" if len(items) > SHOWN else ""
     return f"threads: {', '.join(items[:SHOWN])}{more}" if items else "it holds no threads"
 
 
-def _row(conn: sqlite3.Connection, thread: str, checkpoint: str | None, origin: str) -> tuple[Any, ...] | None:
+def _row(
+    conn: sqlite3.Connection, thread: str, checkpoint: str | None, origin: str
+) -> tuple[Any, ...] | None:
     """``(checkpoint_id, type, checkpoint, metadata)`` of the checkpoint named, else the thread's latest; the
     columns and order LangGraph's ``SqliteSaver.get_tuple`` reads."""
     import sqlite3  # deferred: as in _connect
@@ -158,7 +172,9 @@ def _row(conn: sqlite3.Connection, thread: str, checkpoint: str | None, origin: 
              "WHERE thread_id = ? AND checkpoint_ns = ''")  # fmt: skip
     try:
         if checkpoint is None:
-            return conn.execute(f"{query} ORDER BY checkpoint_id DESC LIMIT 1", (thread,)).fetchone()
+            return conn.execute(
+                f"{query} ORDER BY checkpoint_id DESC LIMIT 1", (thread,)
+            ).fetchone()
         return conn.execute(f"{query} AND checkpoint_id = ?", (thread, checkpoint)).fetchone()
     except sqlite3.DatabaseError as exc:
         raise _unreadable(exc, origin) from None
@@ -189,7 +205,9 @@ def _decode(serialized: Any, blob: Any, origin: str) -> dict[Any, Any]:
         raise SourceError(f"the checkpoint is serialized as {serialized!r}; trajrun reads the 'msgpack' and 'json' "
                           "checkpoints LangGraph writes, never 'pickle'", origin)  # fmt: skip
     if not isinstance(blob, (bytes, str)):
-        raise SourceError(f"the checkpoint holds {_kind(blob)}, expected the bytes a SqliteSaver writes", origin)
+        raise SourceError(
+            f"the checkpoint holds {_kind(blob)}, expected the bytes a SqliteSaver writes", origin
+        )
     try:
         if serialized == "json":
             value = json.loads(blob)
@@ -215,10 +233,20 @@ def _extension(code: int, data: bytes) -> Any:
         return _Unread(f"a msgpack extension (type {code}) that does not decode")
     if code == DELTA_EXT:
         return value
-    if not (isinstance(value, list) and len(value) >= 3 and isinstance(value[0], str) and isinstance(value[1], str)):
+    if not (
+        isinstance(value, list)
+        and len(value) >= 3
+        and isinstance(value[0], str)
+        and isinstance(value[1], str)
+    ):
         return _Unread(f"a msgpack extension (type {code}) that is no LangGraph constructor entry")
     module, name, payload = value[:3]
-    if code in KWARGS_EXTS and name in MESSAGES and isinstance(payload, dict) and _message_module(module):
+    if (
+        code in KWARGS_EXTS
+        and name in MESSAGES
+        and isinstance(payload, dict)
+        and _message_module(module)
+    ):
         return {"type": MESSAGES[name], "data": payload}
     if f"{module}.{name}" in PLAIN or module == "pathlib._local" and f"pathlib.{name}" in PLAIN:
         return payload
@@ -229,7 +257,8 @@ def _message_module(module: str) -> bool:
     """Whether ``module`` is where LangChain defines its messages (``langchain_core.messages`` or a submodule), or
     their ``lc`` namespace."""
     return module in ("langchain_core.messages", "langchain.schema.messages") or module.startswith(
-        "langchain_core.messages.")
+        "langchain_core.messages."
+    )
 
 
 def _channel_values(checkpoint: dict[Any, Any], origin: str) -> dict[str, Any]:
@@ -255,9 +284,13 @@ def _message(item: Any, where: str, origin: str) -> Any:
     if isinstance(item, dict) and item.get("type") == "constructor" and item.get("lc") in (1, 2):
         path = item.get("id")
         if not (isinstance(path, list) and path and all(isinstance(p, str) for p in path)):
-            raise SourceError(f"{where} is an 'lc' constructor without a valid 'id', refused: {REFUSED}", origin)
+            raise SourceError(
+                f"{where} is an 'lc' constructor without a valid 'id', refused: {REFUSED}", origin
+            )
         if path[-1] not in MESSAGES or not _message_module(".".join(path[:-1])):
-            raise SourceError(f"{where} is an 'lc' constructor of {'.'.join(path)}, refused: {REFUSED}", origin)
+            raise SourceError(
+                f"{where} is an 'lc' constructor of {'.'.join(path)}, refused: {REFUSED}", origin
+            )
         item = {"type": MESSAGES[path[-1]], "data": item.get("kwargs")}
     _check(item, where, origin)
     return item

@@ -17,7 +17,18 @@ from typing import Any
 
 from ..errors import SourceError
 from ..trajectory import Trajectory
-from . import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai, openai_responses, otel
+from . import (
+    anthropic,
+    bedrock,
+    gemini,
+    graph,
+    langchain,
+    langgraph,
+    native,
+    openai,
+    openai_responses,
+    otel,
+)
 from .builder import NotThisFormat, TooDeep, describe
 from .documents import SUITE, Spelling, document_kind, load_document
 from .formats import FORMATS, TRACE_RULES
@@ -33,7 +44,9 @@ _REFUSE_LISTS = (anthropic.refuses_list, gemini.refuses_list, bedrock.refuses_li
 """Cheap exact tests, one per format before ``openai``: True only when that reader would refuse the document (the
 first four) or the message list (the others, which read a mapping's ``messages``)."""
 _MESSAGE_FORMATS = frozenset(FORMATS[FORMATS.index("anthropic") :])
-_SAVED_HINT = "save the document to a file and run `trajrun show FILE -v` to see why each format does not fit"
+_SAVED_HINT = (
+    "save the document to a file and run `trajrun show FILE -v` to see why each format does not fit"
+)
 
 
 def _fix(spelling: Spelling, whole_jsonl: bool = False) -> str:
@@ -48,8 +61,14 @@ _SUITE_FIX = _fix(SUITE)
 """``_fix`` in a suite's words, worded once: documents read in bulk would word it on every record."""
 
 
-def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>",
-                    details: bool = True, traces: str = "auto") -> Trajectory:
+def read_trajectory(
+    doc: Any,
+    format: str = "auto",
+    *,
+    origin: str = "<inline>",
+    details: bool = True,
+    traces: str = "auto",
+) -> Trajectory:
     """Read a parsed document as ``format`` (or detect it with ``auto``).
 
     ``details=False`` is for a caller that never looks at calls' arguments, results or error flags (a bulk case
@@ -67,15 +86,33 @@ def read_trajectory(doc: Any, format: str = "auto", *, origin: str = "<inline>",
 
 
 def load_trajectory(
-    path: str | Path, *, format: str = "auto", select: str | None = None, record: int | None = None,
-    spelling: Spelling = SUITE, thread: str | None = None, checkpoint: str | None = None, traces: str = "auto",
+    path: str | Path,
+    *,
+    format: str = "auto",
+    select: str | None = None,
+    record: int | None = None,
+    spelling: Spelling = SUITE,
+    thread: str | None = None,
+    checkpoint: str | None = None,
+    traces: str = "auto",
 ) -> Trajectory:
     """Load a source file (see :func:`load_document`) and read it as ``format``; errors spell the options as
     a suite (``SUITE``) or ``trajrun show`` (``SHOW``) names them."""
-    doc = load_document(path, select=select, record=record, spelling=spelling, thread=thread, checkpoint=checkpoint,
-                        shared=True)
+    doc = load_document(
+        path,
+        select=select,
+        record=record,
+        spelling=spelling,
+        thread=thread,
+        checkpoint=checkpoint,
+        shared=True,
+    )
     whole_jsonl = record is None and select is None and document_kind(Path(path))[0] == "jsonl"
-    hint = "add -v to see why each format does not fit" if spelling.flags else _show_hint(path, select, record)
+    hint = (
+        "add -v to see why each format does not fit"
+        if spelling.flags
+        else _show_hint(path, select, record)
+    )
     return _read(doc, format, str(path), _fix(spelling, whole_jsonl), hint, spelling, traces=traces)
 
 
@@ -86,11 +123,21 @@ def _show_hint(path: str | Path, select: str | None, record: int | None) -> str:
     return f"run `{shlex.join(command)}` to see why each format does not fit"
 
 
-def _read(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: Spelling,
-          details: bool = True, traces: str = "auto") -> Trajectory:
+def _read(
+    doc: Any,
+    format: str,
+    origin: str,
+    fix: str,
+    hint: str,
+    spelling: Spelling,
+    details: bool = True,
+    traces: str = "auto",
+) -> Trajectory:
     """Read as ``format``; ``fix`` and ``hint`` end the message when no format fits."""
     if traces not in TRACE_RULES:
-        raise SourceError(f"unknown traces {traces!r}; use one of: {', '.join(TRACE_RULES)}", origin)
+        raise SourceError(
+            f"unknown traces {traces!r}; use one of: {', '.join(TRACE_RULES)}", origin
+        )
     readers = _READERS
     if traces != "auto":
         readers = {**_READERS, "otel": functools.partial(otel.read, traces=traces)}
@@ -100,15 +147,25 @@ def _read(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: Spe
         raise SourceError(exc.message, origin) from None
 
 
-def _read_as(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: Spelling,
-             details: bool = True, readers: dict[str, Reader] = _READERS) -> Trajectory:
+def _read_as(
+    doc: Any,
+    format: str,
+    origin: str,
+    fix: str,
+    hint: str,
+    spelling: Spelling,
+    details: bool = True,
+    readers: dict[str, Reader] = _READERS,
+) -> Trajectory:
     """Read as ``format`` with ``readers`` (by format); ``_read`` names the source in a ``TooDeep``."""
     if format == "auto":
         return _detect(doc, origin, fix, hint, details, readers)
     reader = readers.get(format)
     if reader is None:
         near = difflib.get_close_matches(format, (*FORMATS, "auto"), n=1)
-        suggestion = f"did you mean {near[0]!r}?" if near else f"use one of: auto, {', '.join(FORMATS)}"
+        suggestion = (
+            f"did you mean {near[0]!r}?" if near else f"use one of: auto, {', '.join(FORMATS)}"
+        )
         raise SourceError(f"unknown format {format!r}; {suggestion}", origin)
     try:
         run = reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc, details=details)
@@ -122,7 +179,9 @@ def _read_as(doc: Any, format: str, origin: str, fix: str, hint: str, spelling: 
     return run
 
 
-def _check_no_calls(doc: Any, format: str, origin: str, spelling: Spelling, readers: dict[str, Reader]) -> None:
+def _check_no_calls(
+    doc: Any, format: str, origin: str, spelling: Spelling, readers: dict[str, Reader]
+) -> None:
     """Raise when ``format`` read no call but detection reads some as another format: a forced
     format that fits loosely (``openai`` reads an Anthropic history's text, not its ``tool_use``
     blocks) is a mistake, not an empty run. Only a run without calls pays for detecting."""
@@ -141,8 +200,11 @@ def _check_no_calls(doc: Any, format: str, origin: str, spelling: Spelling, read
         reads = "it reads"
     calls = f"{count} call{'s' if count > 1 else ''}"
     use = spelling.given("format", fits.format)
-    raise SourceError(f"format {format} read no tool call from {read}, but {reads} as "
-                      f"{fits.format} ({calls}): use {use}, or auto", origin)
+    raise SourceError(
+        f"format {format} read no tool call from {read}, but {reads} as "
+        f"{fits.format} ({calls}): use {use}, or auto",
+        origin,
+    )
 
 
 def _article(word: str) -> str:
@@ -157,8 +219,14 @@ def _messages_of(doc: Any) -> Any:
     return doc
 
 
-def _detect(doc: Any, origin: str, fix: str, hint: str, details: bool = True,
-            readers: dict[str, Reader] = _READERS) -> Trajectory:
+def _detect(
+    doc: Any,
+    origin: str,
+    fix: str,
+    hint: str,
+    details: bool = True,
+    readers: dict[str, Reader] = _READERS,
+) -> Trajectory:
     """Try every format in order; the first that fits wins. None fitting is one line; each reason is on the error."""
     messages = _messages_of(doc)
     if isinstance(messages, list) and _all_refuse(doc, messages):
@@ -175,11 +243,19 @@ def _detect(doc: Any, origin: str, fix: str, hint: str, details: bool = True,
 def _all_refuse(doc: Any, messages: list[Any]) -> bool:
     """Whether every reader before ``openai`` surely refuses ``doc`` (whose message list is
     ``messages``), each asked through its own refusal test."""
-    return all(refuses(doc) for refuses in _REFUSE_DOCS) and all(refuses(messages) for refuses in _REFUSE_LISTS)
+    return all(refuses(doc) for refuses in _REFUSE_DOCS) and all(
+        refuses(messages) for refuses in _REFUSE_LISTS
+    )
 
 
-def _try_each(doc: Any, origin: str, fix: str, hint: str, details: bool = True,
-              readers: dict[str, Reader] = _READERS) -> Trajectory:
+def _try_each(
+    doc: Any,
+    origin: str,
+    fix: str,
+    hint: str,
+    details: bool = True,
+    readers: dict[str, Reader] = _READERS,
+) -> Trajectory:
     """Read ``doc`` with each of ``readers`` in order, collecting why each one refuses it."""
     reasons = []
     current = doc

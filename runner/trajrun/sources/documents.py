@@ -42,7 +42,14 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from ..errors import SourceError
-from ..limits import MAX_SOURCE_BYTES_VAR, compile_regex, max_source_bytes, regex_search, regex_timeout, timeout_message
+from ..limits import (
+    MAX_SOURCE_BYTES_VAR,
+    compile_regex,
+    max_source_bytes,
+    regex_search,
+    regex_timeout,
+    timeout_message,
+)
 from ..yaml_core import YamlProblem, int_digits_limit, load_data
 from .builder import describe
 from .checkpoints import SUFFIXES, load_database
@@ -65,9 +72,16 @@ class _TooLarge(Exception):
         self.line = line
 
 
-def load_document(path: str | Path, *, select: str | None = None, record: int | None = None,
-                  spelling: Spelling = SUITE, thread: str | None = None, checkpoint: str | None = None,
-                  shared: bool = False) -> Any:
+def load_document(
+    path: str | Path,
+    *,
+    select: str | None = None,
+    record: int | None = None,
+    spelling: Spelling = SUITE,
+    thread: str | None = None,
+    checkpoint: str | None = None,
+    shared: bool = False,
+) -> Any:
     """Read a source file (``record`` picks one JSONL line first; ``thread`` and ``checkpoint`` one checkpoint of a
     LangGraph database), then apply ``select``; errors spell the options as the user wrote them (``spelling``).
 
@@ -102,8 +116,9 @@ def load_document(path: str | Path, *, select: str | None = None, record: int | 
     return doc if select is None else apply_select(doc, select, origin, spelling)
 
 
-def _decode(path: Path, kind: str, zipped: bool, record: int | None,
-            origin: str) -> tuple[Any, tuple[int, ...], int]:
+def _decode(
+    path: Path, kind: str, zipped: bool, record: int | None, origin: str
+) -> tuple[Any, tuple[int, ...], int]:
     """The file's document (or record), the stamp of the file read and the bytes of text decoded."""
     limit = max_source_bytes()
     with _binary(path, zipped) as stream:
@@ -152,7 +167,9 @@ def _shared(path: Path, kind: str, zipped: bool, origin: str) -> Any:
             _DECODED.move_to_end(key)
             return hit.doc
         _DECODED.pop(key, None)
-        _forget_beyond(DECODED_KEPT_BYTES, DECODED_KEPT_FILES - 1)  # room for this one, before it is decoded
+        _forget_beyond(
+            DECODED_KEPT_BYTES, DECODED_KEPT_FILES - 1
+        )  # room for this one, before it is decoded
     started = time.time_ns()
     doc, stamp, size = _decode(path, kind, zipped, None, origin)
     if stamp[2] > started - SETTLED_NS:
@@ -172,9 +189,15 @@ def _forget_beyond(size: int | None, files: int) -> None:
 
 def _too_large(exc: _TooLarge, zipped: bool) -> str:
     """The message for a source past the size limit."""
-    what = f"line {exc.line} holds" if exc.line else ("the file decompresses to" if zipped else "the file holds")
-    return (f"{what} more than {exc.limit:,} bytes, the limit on one source document; set {MAX_SOURCE_BYTES_VAR} "
-            "to a larger number of bytes to read it")
+    what = (
+        f"line {exc.line} holds"
+        if exc.line
+        else ("the file decompresses to" if zipped else "the file holds")
+    )
+    return (
+        f"{what} more than {exc.limit:,} bytes, the limit on one source document; set {MAX_SOURCE_BYTES_VAR} "
+        "to a larger number of bytes to read it"
+    )
 
 
 def document_kind(path: Path) -> tuple[str, bool]:
@@ -182,7 +205,11 @@ def document_kind(path: Path) -> tuple[str, bool]:
     gzipped."""
     suffixes = [s.lower() for s in path.suffixes]
     zipped = bool(suffixes) and suffixes[-1] == ".gz"
-    suffix = suffixes[-2] if zipped and len(suffixes) > 1 else (suffixes[-1] if suffixes and not zipped else "")
+    suffix = (
+        suffixes[-2]
+        if zipped and len(suffixes) > 1
+        else (suffixes[-1] if suffixes and not zipped else "")
+    )
     if suffix in SUFFIXES:
         return "sqlite", zipped
     if suffix not in _KINDS:
@@ -229,7 +256,9 @@ def _utf8() -> Any:
 
 
 _BLANK = re.compile(r"\s*")
-_SPACES = re.compile(r"[ \t\r]*")  # what json.loads skips around a document, but the newline ending a line
+_SPACES = re.compile(
+    r"[ \t\r]*"
+)  # what json.loads skips around a document, but the newline ending a line
 _DECODER = json.JSONDecoder()
 _NOTHING = object()
 
@@ -281,7 +310,9 @@ def _record(chunks: Iterator[bytes], record: int, origin: str, limit: int) -> An
     decoder, text = _utf8(), ""
     for chunk in chunks:
         ends = chunk.count(b"\n")
-        if number + ends < record and len(chunk) <= limit:  # skipped whole: only its first line can be too long
+        if (
+            number + ends < record and len(chunk) <= limit
+        ):  # skipped whole: only its first line can be too long
             first = chunk.find(b"\n")
             length += len(chunk) if first < 0 else first
             if length > limit:
@@ -315,7 +346,9 @@ def _record(chunks: Iterator[bytes], record: int, origin: str, limit: int) -> An
 def _record_doc(line: str, record: int, origin: str) -> Any:
     """The JSON document on line ``record``, which must not be blank."""
     if not line or line.isspace():
-        raise SourceError(f"record {record} is a blank line; expected a JSON record on that line", origin)
+        raise SourceError(
+            f"record {record} is a blank line; expected a JSON record on that line", origin
+        )
     return parse_json(line, origin, record)
 
 
@@ -326,12 +359,22 @@ def parse_json(text: str, origin: str, line: int = 0) -> Any:
     except json.JSONDecodeError as exc:
         found = text[exc.pos : exc.pos + 20].split("\n", 1)[0]
         found_text = f"found {found!r}" if found else "found the end of the text"
-        where = f"line {line}, column {exc.colno}" if line else f"line {exc.lineno}, column {exc.colno}"
-        hint = "for one JSON document per line, name the file .jsonl" if exc.msg == "Extra data" else _JSON_HINT
-        raise SourceError(f"invalid JSON at {where}: {exc.msg}, {found_text}; {hint}", origin) from None
+        where = (
+            f"line {line}, column {exc.colno}" if line else f"line {exc.lineno}, column {exc.colno}"
+        )
+        hint = (
+            "for one JSON document per line, name the file .jsonl"
+            if exc.msg == "Extra data"
+            else _JSON_HINT
+        )
+        raise SourceError(
+            f"invalid JSON at {where}: {exc.msg}, {found_text}; {hint}", origin
+        ) from None
     except RecursionError:
         raise SourceError(_too_deep(text, line), origin) from None
-    except ValueError as exc:  # Python's limit on integer digits (JSONDecodeError, a ValueError, is handled above)
+    except (
+        ValueError
+    ) as exc:  # Python's limit on integer digits (JSONDecodeError, a ValueError, is handled above)
         raise SourceError(_too_long_integer(text, line, exc), origin) from None
 
 
@@ -383,18 +426,26 @@ def parse_yaml(text: str, origin: str) -> Any:
 
 def apply_select(doc: Any, select: str, origin: str, spelling: Spelling = SUITE) -> Any:
     """Apply a JSONPath: one match is that node, several the list of them, none an error."""
-    fix = ("run without --select to see the whole document" if spelling.flags
-           else "for example with `trajrun show SOURCE --select PATH`")
+    fix = (
+        "run without --select to see the whole document"
+        if spelling.flags
+        else "for example with `trajrun show SOURCE --select PATH`"
+    )
     path = _compile(select, origin)
     try:
         matches = [match.value for match in path.find(doc)]
     except TimeoutError as exc:
         raise SourceError(f"select {select!r} stopped: {exc}", origin) from None
     except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises whatever the data provokes (mixed types, 1/0, depth)
-        raise SourceError(f"select {select!r} cannot be applied to {describe(doc)}: {type(exc).__name__}: {exc}; "
-                          f"check the path, {fix}", origin) from None
+        raise SourceError(
+            f"select {select!r} cannot be applied to {describe(doc)}: {type(exc).__name__}: {exc}; "
+            f"check the path, {fix}",
+            origin,
+        ) from None
     if not matches:
-        raise SourceError(f"select {select!r} matched nothing in {describe(doc)}; check the path, {fix}", origin)
+        raise SourceError(
+            f"select {select!r} matched nothing in {describe(doc)}; check the path, {fix}", origin
+        )
     return matches[0] if len(matches) == 1 else matches
 
 
@@ -402,7 +453,9 @@ def _compile(select: str, origin: str) -> Any:
     """The compiled JSONPath; a parse error names the expression and the parser's message."""
     try:
         return parse_jsonpath(select)
-    except Exception as exc:  # jsonpath-ng raises bare Exception subclasses from its lexer and parser
+    except (
+        Exception
+    ) as exc:  # jsonpath-ng raises bare Exception subclasses from its lexer and parser
         raise SourceError(f"invalid JSONPath {select!r} in select: {exc}; expected a JSONPath such as "
                           "'$.messages' or '$.runs[0].messages'", origin) from None  # fmt: skip
 
@@ -472,12 +525,23 @@ def _digits(number: int) -> float:
 def _multiply(left: Any, right: Any) -> Any:
     """``*`` in a JSONPath filter, refusing a string, list or integer past the source limit."""
     sized, count = (left, right) if isinstance(left, (str, list)) else (right, left)
-    if isinstance(sized, (str, list)) and isinstance(count, int) and len(sized) * count > max_source_bytes():
+    if (
+        isinstance(sized, (str, list))
+        and isinstance(count, int)
+        and len(sized) * count > max_source_bytes()
+    ):
         raise ValueError(f"repeating a value of {len(sized):,} characters or items {count:,} times is above the "
                          f"limit of {max_source_bytes():,} ({MAX_SOURCE_BYTES_VAR})")  # fmt: skip
     limit = int_digits_limit()
-    if isinstance(left, int) and isinstance(right, int) and limit and _digits(left) + _digits(right) > limit:
-        raise ValueError(f"the product has more than {limit:,} digits (Python's limit on integers as text)")
+    if (
+        isinstance(left, int)
+        and isinstance(right, int)
+        and limit
+        and _digits(left) + _digits(right) > limit
+    ):
+        raise ValueError(
+            f"the product has more than {limit:,} digits (Python's limit on integers as text)"
+        )
     return left * right
 
 
@@ -496,7 +560,11 @@ def _bounded_classes() -> tuple[type, type, type, type, type]:
             """The target's string values in which the pattern is found."""
             found = self.target.find(DatumInContext.wrap(datum))
             compiled = compile_regex(self.value)
-            return [match for match in found if isinstance(match.value, str) and regex_search(compiled, match.value)]
+            return [
+                match
+                for match in found
+                if isinstance(match.value, str) and regex_search(compiled, match.value)
+            ]
 
     class BoundedSub(Sub):  # type: ignore[misc]
         """```sub(/pattern/, repl)```: the substitution under the time limit; non-strings give nothing."""

@@ -63,7 +63,9 @@ def unmet(requirements: Iterable[str]) -> str | None:
     if not missing:
         return None
     listed = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
-    return f"requires {listed}, {'which are' if len(missing) > 1 else 'which is'} not installed here"
+    return (
+        f"requires {listed}, {'which are' if len(missing) > 1 else 'which is'} not installed here"
+    )
 
 
 def requirement_problem(item: str) -> str | None:

@@ -4,7 +4,15 @@ one record of a bulk source is. Apart from the readers, so naming them (the CLI'
 from __future__ import annotations
 
 FORMATS: tuple[str, ...] = (
-    "otel", "graph", "langgraph", "trajectory", "anthropic", "gemini", "bedrock", "openai-responses", "langchain",
+    "otel",
+    "graph",
+    "langgraph",
+    "trajectory",
+    "anthropic",
+    "gemini",
+    "bedrock",
+    "openai-responses",
+    "langchain",
     "openai",
 )
 """Every reader's name; a ``format:`` key takes one of these or ``auto``."""

@@ -15,8 +15,18 @@ from ..trajectory import Trajectory, Usage
 from .builder import Builder, NotThisFormat, make_usage
 
 FORMAT = "gemini"
-_INPUTS = ("promptTokenCount", "toolUsePromptTokenCount", "prompt_token_count", "tool_use_prompt_token_count")
-_OUTPUTS = ("candidatesTokenCount", "thoughtsTokenCount", "candidates_token_count", "thoughts_token_count")
+_INPUTS = (
+    "promptTokenCount",
+    "toolUsePromptTokenCount",
+    "prompt_token_count",
+    "tool_use_prompt_token_count",
+)
+_OUTPUTS = (
+    "candidatesTokenCount",
+    "thoughtsTokenCount",
+    "candidates_token_count",
+    "thoughts_token_count",
+)
 _Entry = tuple[dict[str, Any], Any]
 
 
@@ -58,7 +68,9 @@ def legacy_cases(doc: Any) -> list[dict[str, Any]] | None:
 
 def _is_queries(items: Any) -> bool:
     """Whether ``items`` is a list of ``{query, …}`` maps (the older layouts' invocations)."""
-    return isinstance(items, list) and all(isinstance(item, dict) and "query" in item for item in items)
+    return isinstance(items, list) and all(
+        isinstance(item, dict) and "query" in item for item in items
+    )
 
 
 def _is_old_case(item: Any) -> bool:
@@ -69,7 +81,10 @@ def _is_old_case(item: Any) -> bool:
 def _old_case(item: dict[str, Any]) -> dict[str, Any]:
     """One ``{name, data, initial_session}`` case as an eval case, as ADK converts it (the state, app and user of
     ``initial_session`` become ``session_input``)."""
-    case: dict[str, Any] = {"eval_id": item.get("name"), "conversation": [_old_invocation(i) for i in item["data"]]}
+    case: dict[str, Any] = {
+        "eval_id": item.get("name"),
+        "conversation": [_old_invocation(i) for i in item["data"]],
+    }
     session = item.get("initial_session")
     if isinstance(session, dict) and session:
         case["session_input"] = session
@@ -78,11 +93,18 @@ def _old_case(item: dict[str, Any]) -> dict[str, Any]:
 
 def _old_invocation(item: dict[str, Any]) -> dict[str, Any]:
     """One ``{query, expected_tool_use: [{tool_name, tool_input}], reference}`` item as an invocation."""
-    uses = [{"name": u.get("tool_name"), "args": u.get("tool_input")} for u in _seq(item.get("expected_tool_use"))
-            if isinstance(u, dict)]
+    uses = [
+        {"name": u.get("tool_name"), "args": u.get("tool_input")}
+        for u in _seq(item.get("expected_tool_use"))
+        if isinstance(u, dict)
+    ]
     query, reference = item.get("query"), item.get("reference")
-    invocation: dict[str, Any] = {"intermediate_data": {
-        "tool_uses": uses, "intermediate_responses": _seq(item.get("expected_intermediate_agent_responses"))}}
+    invocation: dict[str, Any] = {
+        "intermediate_data": {
+            "tool_uses": uses,
+            "intermediate_responses": _seq(item.get("expected_intermediate_agent_responses")),
+        }
+    }
     if isinstance(query, str):
         invocation["user_content"] = {"role": "user", "parts": [{"text": query}]}
     if isinstance(reference, str) and reference:
@@ -109,7 +131,9 @@ def _entries(doc: Any) -> Iterator[_Entry]:
         return _response(doc)
     cases = _get(doc, "eval_cases", "evalCases")
     if isinstance(cases, list):
-        return _one_case(cases, f"{'eval_cases' if isinstance(doc.get('eval_cases'), list) else 'evalCases'}[0]")
+        return _one_case(
+            cases, f"{'eval_cases' if isinstance(doc.get('eval_cases'), list) else 'evalCases'}[0]"
+        )
     if isinstance(doc.get("conversation"), list):
         return _conversation(doc["conversation"])
     if _is_old_case(doc):
@@ -122,7 +146,9 @@ def _entries(doc: Any) -> Iterator[_Entry]:
 def _one_case(cases: list[Any], first: str) -> Iterator[_Entry]:
     """The conversation of an eval set's only case; ``first`` is where its first case is, for the error."""
     if len(cases) != 1:
-        raise NotThisFormat(f"an eval set with {len(cases)} cases; select one case (the first is at {first})")
+        raise NotThisFormat(
+            f"an eval set with {len(cases)} cases; select one case (the first is at {first})"
+        )
     return _conversation(cases[0].get("conversation") if isinstance(cases[0], dict) else None)
 
 
@@ -133,7 +159,9 @@ def _items(items: list[Any]) -> Iterator[_Entry]:
             raise NotThisFormat(f"item {i} is not a mapping")
         if isinstance(item.get("parts"), list):
             yield item, None
-        elif isinstance(item.get("content"), dict) and isinstance(item["content"].get("parts"), list):
+        elif isinstance(item.get("content"), dict) and isinstance(
+            item["content"].get("parts"), list
+        ):
             yield item["content"], _get(item, "usageMetadata", "usage_metadata")
         elif "author" not in item:
             raise NotThisFormat(f"item {i} has neither 'parts' nor an event 'content'")
@@ -142,7 +170,9 @@ def _items(items: list[Any]) -> Iterator[_Entry]:
 def _response(doc: dict[str, Any]) -> Iterator[_Entry]:
     """A whole ``generateContent`` response: the first candidate's content with the response usage."""
     candidates = doc["candidates"]
-    content = candidates[0].get("content") if candidates and isinstance(candidates[0], dict) else None
+    content = (
+        candidates[0].get("content") if candidates and isinstance(candidates[0], dict) else None
+    )
     if not isinstance(content, dict):
         raise NotThisFormat("'candidates' has no first candidate with a 'content'")
     yield content, _get(doc, "usageMetadata", "usage_metadata")
@@ -191,7 +221,9 @@ def _content(builder: Builder, content: dict[str, Any], raw_usage: Any) -> None:
     if any(not isinstance(part, dict) for part in parts):
         raise NotThisFormat("a content has a part that is not a mapping")
     if content.get("role") == "model":
-        text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought"))
+        text = "".join(
+            p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought")
+        )
         builder.turn(text, _usage(raw_usage))
     for part in parts:
         call = _get(part, "functionCall", "function_call")

@@ -16,7 +16,9 @@ FORMAT = "graph"
 
 def refuses(doc: Any) -> bool:
     """Whether ``read(doc)`` surely refuses: no ``steps`` list, in ``outputs`` or at the top. Detection skips it."""
-    inner = doc["outputs"] if isinstance(doc, dict) and isinstance(doc.get("outputs"), dict) else doc
+    inner = (
+        doc["outputs"] if isinstance(doc, dict) and isinstance(doc.get("outputs"), dict) else doc
+    )
     return not isinstance(inner, dict) or not isinstance(inner.get("steps"), list)
 
 
@@ -38,7 +40,10 @@ def _answer(results: Any) -> str | None:
     for result in reversed(results if isinstance(results, list) else []):
         messages = result.get("messages") if isinstance(result, dict) else None
         for message in reversed(messages if isinstance(messages, list) else []):
-            if isinstance(message, dict) and message.get("role", message.get("type")) in ("assistant", "ai"):
+            if isinstance(message, dict) and message.get("role", message.get("type")) in (
+                "assistant",
+                "ai",
+            ):
                 text = text_of(message.get("content"))
                 if text:
                     return text

@@ -82,7 +82,11 @@ def tool_message(value: Any) -> tuple[Any, Any, bool] | None:
     its content, call id and whether its status is ``error``; None for any other value."""
     if not isinstance(value, dict):
         return None
-    if not isinstance(value.get("data"), dict) and value.get("lc") != 1 and "tool_call_id" not in value:
+    if (
+        not isinstance(value.get("data"), dict)
+        and value.get("lc") != 1
+        and "tool_call_id" not in value
+    ):
         return None  # a tool's own {"type": "tool", ...} output is no message
     try:
         kind, data = _unpack(value, 0)
@@ -99,7 +103,9 @@ def _ai(builder: Builder, data: dict[str, Any]) -> None:
     builder.turn(text_of(content), make_usage(data.get("usage_metadata"), *_USAGE_KEYS))
     seen: set[Any] = set()
     for name, args, call_id in _calls(data, content):
-        if call_id is not None and not isinstance(call_id, (list, dict)):  # a list or map id is no id (never pairs)
+        if call_id is not None and not isinstance(
+            call_id, (list, dict)
+        ):  # a list or map id is no id (never pairs)
             if call_id in seen:
                 continue
             seen.add(call_id)

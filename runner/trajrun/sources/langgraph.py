@@ -16,7 +16,9 @@ from .builder import NotThisFormat
 from .langchain import read_messages
 
 FORMAT = "langgraph"
-_STATE_KEYS = frozenset({"next", "config", "checkpoint", "metadata", "tasks", "created_at", "parent_config"})
+_STATE_KEYS = frozenset(
+    {"next", "config", "checkpoint", "metadata", "tasks", "created_at", "parent_config"}
+)
 
 
 def refuses(doc: Any) -> bool:

@@ -31,8 +31,10 @@ KILL_GRACE = 5.0
 """Seconds to collect a killed group's output before giving up on a descendant that left the group."""
 CHILD = Path(__file__).with_name("live_child.py")
 SHELL = "/bin/sh"
-WATCHED = ('exec 3<&0 </dev/null; (read -r _ <&3; kill -9 0) >/dev/null 2>&1 & exec 3<&-; '
-           '/bin/sh -c "$1"; status=$?; kill -9 $! 2>/dev/null; wait $! 2>/dev/null; exit $status')
+WATCHED = (
+    "exec 3<&0 </dev/null; (read -r _ <&3; kill -9 0) >/dev/null 2>&1 & exec 3<&-; "
+    '/bin/sh -c "$1"; status=$?; kill -9 $! 2>/dev/null; wait $! 2>/dev/null; exit $status'
+)
 """How a command runs: the lifeline comes on stdin and moves to fd 3 of a background watcher, which reads it and
 at end of file kills the group. The command runs as ``sh -c`` would run it, with nothing on stdin; when it ends,
 the watcher is ended and reaped here (an orphan would be left to an init that may never reap it)."""
@@ -47,40 +49,67 @@ class _Done:
     stderr: bytes
 
 
-def run_command(command: str, folder: Path, timeout: float, capture: Mapping[str, str] | None = None,
-                env: Mapping[str, str] | None = None) -> Any:
+def run_command(
+    command: str,
+    folder: Path,
+    timeout: float,
+    capture: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Any:
     """Run ``command`` through the shell in ``folder``; its stdout (UTF-8 JSON or YAML) is the document.
 
     With ``capture`` (variables pointing the agent at a receiver, added to its environment) the run is read
     from what the receiver gets, so stdout is not read and None is returned. ``env`` (the model proxy's
     variables) is added to its environment too, its stdout still read.
     """
-    done = _run(lambda _: [SHELL, "-c", WATCHED, "sh", command], command, timeout, cwd=folder,
-                env=_joined(env, capture))
+    done = _run(
+        lambda _: [SHELL, "-c", WATCHED, "sh", command],
+        command,
+        timeout,
+        cwd=folder,
+        env=_joined(env, capture),
+    )
     if done.returncode != 0:
         raise SourceError(f"{_ended(done.returncode)}{_tail(done.stderr)}", command)
     return None if capture is not None else _parse_stdout(_text(done.stdout, command), command)
 
 
-def call_python(target: str, args: Mapping[str, Any], folder: Path, timeout: float,
-                capture: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> Any:
+def call_python(
+    target: str,
+    args: Mapping[str, Any],
+    folder: Path,
+    timeout: float,
+    capture: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Any:
     """Call ``module:function`` (imported as ``import_folders`` says) with ``args`` in a child process;
     what it returns (awaited if async) comes back as JSON and is the document (with ``capture`` and ``env``,
     as for ``run_command``: with ``capture`` what it returns is dropped and None is returned)."""
     folders = import_folders(folder)
-    request = pickle.dumps({"target": target, "args": dict(args), "drop": capture is not None,
-                            "path": [str(path) for path in folders] + _import_path(), "looked": _looked(folders)})
+    request = pickle.dumps(
+        {
+            "target": target,
+            "args": dict(args),
+            "drop": capture is not None,
+            "path": [str(path) for path in folders] + _import_path(),
+            "looked": _looked(folders),
+        }
+    )
     done = _run(lambda lifeline: [sys.executable, str(CHILD), str(lifeline)], target, timeout, request=request,
                 env=_joined(env, capture))  # fmt: skip
     reply = _reply(done.stdout)
     if reply is None:
         raise SourceError(f"{_ended(done.returncode)} before returning{_tail(done.stderr)}", target)
     if "error" in reply:
-        raise SourceError(reply["error"] + (_tail(done.stderr) if done.stderr.strip() else ""), target)
+        raise SourceError(
+            reply["error"] + (_tail(done.stderr) if done.stderr.strip() else ""), target
+        )
     return reply["value"]
 
 
-def _joined(env: Mapping[str, str] | None, capture: Mapping[str, str] | None) -> Mapping[str, str] | None:
+def _joined(
+    env: Mapping[str, str] | None, capture: Mapping[str, str] | None
+) -> Mapping[str, str] | None:
     """The variables added to a child's environment: ``env`` and ``capture`` together; None when neither is given."""
     if env is None:
         return capture
@@ -120,8 +149,15 @@ def _reply(stdout: bytes) -> dict[str, Any] | None:
     return reply if isinstance(reply, dict) else None
 
 
-def _run(args: Callable[[int], list[str]], origin: str, timeout: float, *, cwd: Path | None = None,
-         request: bytes | None = None, env: Mapping[str, str] | None = None) -> _Done:
+def _run(
+    args: Callable[[int], list[str]],
+    origin: str,
+    timeout: float,
+    *,
+    cwd: Path | None = None,
+    request: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+) -> _Done:
     """Run a child in a new process group with ``env`` added to its environment, and give it the lifeline: on
     stdin for a command's wrapper, else on an fd of its own, ``request`` going on stdin (``args`` makes the
     command line from the lifeline's fd). When the child ends, at the timeout, or when trajrun is interrupted,
@@ -130,8 +166,13 @@ def _run(args: Callable[[int], list[str]], origin: str, timeout: float, *, cwd: 
     try:
         try:
             proc = subprocess.Popen(
-                args(lifeline), cwd=cwd, start_new_session=True, env=None if env is None else {**os.environ, **env},
-                stdin=lifeline if request is None else subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                args(lifeline),
+                cwd=cwd,
+                start_new_session=True,
+                env=None if env is None else {**os.environ, **env},
+                stdin=lifeline if request is None else subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 pass_fds=() if request is None else (lifeline,),
             )
         except OSError as exc:
@@ -143,14 +184,20 @@ def _run(args: Callable[[int], list[str]], origin: str, timeout: float, *, cwd: 
         os.close(held)
 
 
-def _wait(proc: subprocess.Popen[bytes], origin: str, timeout: float, request: bytes | None) -> _Done:
+def _wait(
+    proc: subprocess.Popen[bytes], origin: str, timeout: float, request: bytes | None
+) -> _Done:
     """Send ``request``, collect the output and wait for the child; then kill its group, whatever happened."""
     try:
         stdout, stderr = proc.communicate(request, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        raise SourceError(f"timed out after {timeout:g}s{_tail(_leftover_stderr(proc))}", origin) from None
-    except BaseException:  # trajrun is interrupted (SIGINT, SIGTERM): leave nothing of the child running
+        raise SourceError(
+            f"timed out after {timeout:g}s{_tail(_leftover_stderr(proc))}", origin
+        ) from None
+    except (
+        BaseException
+    ):  # trajrun is interrupted (SIGINT, SIGTERM): leave nothing of the child running
         _kill_group(proc)
         _leftover_stderr(proc)
         raise
@@ -205,7 +252,8 @@ def _text(stdout: bytes, command: str) -> str:
     except UnicodeDecodeError as exc:
         raise SourceError(
             f"stdout is not UTF-8 text (byte 0x{stdout[exc.start]:02x} at offset {exc.start}); "
-            "print the messages as JSON", command
+            "print the messages as JSON",
+            command,
         ) from None
 
 
@@ -221,7 +269,10 @@ def _parse_stdout(text: str, command: str) -> Any:
             return load_data(text)
         except YamlProblem:
             raise SourceError(
-                f"stdout is neither JSON nor YAML ({json_error}); print the messages as JSON", command
+                f"stdout is neither JSON nor YAML ({json_error}); print the messages as JSON",
+                command,
             ) from None
     except (RecursionError, ValueError):
-        return parse_json(text, command)  # raises the same problem as a SourceError naming its line and column
+        return parse_json(
+            text, command
+        )  # raises the same problem as a SourceError naming its line and column

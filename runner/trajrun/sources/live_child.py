@@ -21,7 +21,9 @@ import sys
 import types
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # not imported at run time: every call of a python source pays this module's start-up
+if (
+    TYPE_CHECKING
+):  # not imported at run time: every call of a python source pays this module's start-up
     from typing import Any, Callable
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -40,14 +42,18 @@ def main() -> None:
     die_with_parent()
     try:
         reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
-        os.dup2(2, 1)  # the agent's prints, and its own children's, go to stderr: the reply channel stays clean
+        os.dup2(
+            2, 1
+        )  # the agent's prints, and its own children's, go to stderr: the reply channel stays clean
         faulthandler.enable()  # a crash in native code writes the Python stack to stderr, for the parent to show
         request = pickle.load(sys.stdin.buffer)
         here = os.path.dirname(os.path.abspath(__file__))
         own = [entry for entry in sys.path if os.path.abspath(entry) != here]
         sys.path[:] = list(dict.fromkeys([*request["path"], *own]))
         outcome = _call(request["target"], request["args"], request["looked"])
-        if request.get("drop") and "value" in outcome:  # the run is captured elsewhere (capture: otlp)
+        if (
+            request.get("drop") and "value" in outcome
+        ):  # the run is captured elsewhere (capture: otlp)
             outcome = {"value": None}
         reply.write(_encode(outcome))
         reply.close()
@@ -77,7 +83,10 @@ def _watch(lifeline: int) -> int:
 def _unwatch(watcher: int) -> None:
     """End and reap the watcher: orphaned, it would be left to an init that may never reap it."""
     try:
-        if os.waitpid(watcher, os.WNOHANG) == (0, 0):  # still running, so the pid is still the watcher's
+        if os.waitpid(watcher, os.WNOHANG) == (
+            0,
+            0,
+        ):  # still running, so the pid is still the watcher's
             os.kill(watcher, signal.SIGKILL)
             os.waitpid(watcher, 0)
     except ChildProcessError:  # the agent reaped it (it waited for any child)
@@ -105,7 +114,9 @@ def _load(target: str, looked: str) -> Callable[..., Any]:
         return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
     except ModuleNotFoundError as exc:
         problem = f"cannot import {target!r}: {exc}"
-        if exc.name and (module_name + ".").startswith(exc.name + "."):  # the target's module, not one it imports
+        if exc.name and (module_name + ".").startswith(
+            exc.name + "."
+        ):  # the target's module, not one it imports
             problem += f"; looked in {looked}, then sys.path: put the module in one of those folders, or install it"
         raise _CannotImport(problem) from None
     except (ImportError, AttributeError) as exc:
@@ -127,7 +138,9 @@ def _call(target: str, args: dict[str, Any], looked: str) -> dict[str, Any]:
     except BaseException as exc:  # noqa: BLE001 - the agent may raise anything, KeyboardInterrupt included
         import traceback  # deferred: only a failing call pays for it
 
-        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)  # from the agent's frame on
+        traceback.print_exception(
+            type(exc), exc, exc.__traceback__.tb_next
+        )  # from the agent's frame on
         return {"error": f"raised {traceback.format_exception_only(type(exc), exc)[-1].strip()}"}
     return {"value": value}
 
@@ -137,7 +150,11 @@ def _encode(outcome: dict[str, Any]) -> str:
     try:
         return json.dumps(outcome)
     except (TypeError, ValueError, RecursionError):
-        return json.dumps({"error": f"returned something JSON cannot hold: {_problem(outcome['value'])}; {_PLAIN}"})
+        return json.dumps(
+            {
+                "error": f"returned something JSON cannot hold: {_problem(outcome['value'])}; {_PLAIN}"
+            }
+        )
 
 
 def _problem(value: Any) -> str:
@@ -159,7 +176,9 @@ def _problem(value: Any) -> str:
     return "it is nested too deeply"
 
 
-def _children(item: dict[Any, Any] | list[Any] | tuple[Any, ...], where: str) -> list[tuple[Any, str]] | str:
+def _children(
+    item: dict[Any, Any] | list[Any] | tuple[Any, ...], where: str
+) -> list[tuple[Any, str]] | str:
     """A container's items with their paths, or the problem with one of its keys."""
     if not isinstance(item, dict):
         return [(child, f"{where}[{i}]") for i, child in enumerate(item)]
@@ -184,7 +203,11 @@ def _too_long(number: int) -> bool:
 def _type_name(value: Any) -> str:
     """A value's type as the user would write it: ``set``, ``datetime.date``."""
     kind = type(value)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,15 @@ import math
 from typing import Any
 
 from ..trajectory import ToolCall, Trajectory, Usage
-from .builder import Builder, NotThisFormat, check_depth, decode_args, make_usage, result_content, text_of
+from .builder import (
+    Builder,
+    NotThisFormat,
+    check_depth,
+    decode_args,
+    make_usage,
+    result_content,
+    text_of,
+)
 from .formats import FORMATS
 
 FORMAT = "trajectory"
@@ -95,7 +103,12 @@ def _elixir(doc: dict[str, Any], details: bool) -> Trajectory:
             for call in _mappings(message, "tool_calls"):
                 builder.call(call.get("name"), call.get("arguments"), call.get("call_id"))
         for res in _mappings(message, "tool_results"):
-            builder.result(res.get("content"), res.get("tool_call_id"), res.get("name"), bool(res.get("is_error")))
+            builder.result(
+                res.get("content"),
+                res.get("tool_call_id"),
+                res.get("name"),
+                bool(res.get("is_error")),
+            )
     return builder.finish(FORMAT, _usage(doc.get("token_usage")))
 
 

@@ -18,7 +18,9 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     """Read Chat Completions messages; every item needs a ``role``. The generic last resort of detection."""
     messages, usage = _messages(doc)
     builder = Builder(details)
-    names, raws, ids, turns, pending, usages = builder.columns()  # appended to in step, as builder's methods do
+    names, raws, ids, turns, pending, usages = (
+        builder.columns()
+    )  # appended to in step, as builder's methods do
     add_name, add_raw, add_id, add_turn = names.append, raws.append, ids.append, turns.append
     add_result, add_usage = pending.append, usages.append
     answer = None
@@ -26,16 +28,28 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
         role = message.get("role") if isinstance(message, dict) else None
         if role == "tool":
             if details:  # else the builder pairs no result
-                add_result((message.get("content"), message.get("tool_call_id"), message.get("name"), None, len(names)))
+                add_result(
+                    (
+                        message.get("content"),
+                        message.get("tool_call_id"),
+                        message.get("name"),
+                        None,
+                        len(names),
+                    )
+                )
         elif role == "assistant":
             content = message.get("content")
             turn = len(usages)
-            add_usage(None)  # a new turn (builder.turn): Chat Completions messages carry no usage of their own
+            add_usage(
+                None
+            )  # a new turn (builder.turn): Chat Completions messages carry no usage of their own
             if content:
                 answer = text_of(content) or answer
             calls = message.get("tool_calls")
             if calls and not isinstance(calls, (list, tuple)):
-                raise NotThisFormat(f"item {_index(messages, message)} has 'tool_calls' that is not a list")
+                raise NotThisFormat(
+                    f"item {_index(messages, message)} has 'tool_calls' that is not a list"
+                )
             for call in calls or ():
                 spec = call.get("function") if type(call) is dict else None
                 if type(spec) is dict and "arguments" in spec:
@@ -46,7 +60,9 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
                 else:
                     _call(builder.call, call)
             legacy = message.get("function_call")
-            if legacy is not None and isinstance(legacy, dict):  # None first: most messages have none; it is cheaper
+            if legacy is not None and isinstance(
+                legacy, dict
+            ):  # None first: most messages have none; it is cheaper
                 builder.call(legacy.get("name"), legacy.get("arguments"))
         elif not isinstance(role, str):
             raise NotThisFormat(f"item {_index(messages, message)} has no 'role'")
@@ -72,7 +88,9 @@ def _messages(doc: Any) -> tuple[list[Any], Any]:
         return [message], make_usage(doc.get("usage"), _INPUTS, _OUTPUTS)
     messages = as_list(doc, lambda d: "role" in d)
     if messages is None:
-        raise NotThisFormat("not a list of messages with 'role', one message, or a completion with 'choices'")
+        raise NotThisFormat(
+            "not a list of messages with 'role', one message, or a completion with 'choices'"
+        )
     return messages, None
 
 

@@ -41,8 +41,11 @@ def _require_typed(items: list[Any]) -> None:
     """Detection needs a typed item before any Chat Completions message (role ``tool`` or ``tool_calls``)."""
     untyped = _untyped(items)
     if untyped is not None:
-        raise NotThisFormat(f"item {untyped} is a Chat Completions message ('tool_calls' or role 'tool')"
-                            if untyped >= 0 else "no typed items (function_call, message, …)")
+        raise NotThisFormat(
+            f"item {untyped} is a Chat Completions message ('tool_calls' or role 'tool')"
+            if untyped >= 0
+            else "no typed items (function_call, message, …)"
+        )
 
 
 def _untyped(items: list[Any]) -> int | None:
@@ -68,7 +71,9 @@ def _items(doc: Any) -> tuple[list[Any], Any]:
         if "type" in doc:
             return [doc], None
         raise NotThisFormat("no 'input' or 'output' item list")
-    items = (inputs if isinstance(inputs, list) else []) + (outputs if isinstance(outputs, list) else [])
+    items = (inputs if isinstance(inputs, list) else []) + (
+        outputs if isinstance(outputs, list) else []
+    )
     return items, make_usage(doc.get("usage"), _INPUTS, _OUTPUTS)
 
 

@@ -63,6 +63,7 @@ from ..trajectory import Trajectory, Usage
 from .builder import Builder, decode_args, make_usage
 from .langchain import tool_message
 from .otel_calls import one_call_each
+
 # refuses is not used here: detection asks every reader module for its own (otel's lives with the span parsing)
 from .otel_spans import NotOneRun, Span, first, no_run, one_run, refuses, spans_of, wall_ms  # noqa: F401
 
@@ -76,7 +77,9 @@ _STEP_KINDS = frozenset({"RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVA
 """OpenInference kinds of a step of a run, which a trace of its own is a fragment of (as LLM and TOOL are)."""
 _ASSISTANT = frozenset({"assistant", "model"})
 _TOOL_CALL_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
-_MERGED = "(merged tools)"  # google-adk's extra span for parallel calls: its children are already counted
+_MERGED = (
+    "(merged tools)"  # google-adk's extra span for parallel calls: its children are already counted
+)
 _EVENT_ROLES = {
     "gen_ai.system.message": "system", "gen_ai.user.message": "user",
     "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool",
@@ -84,7 +87,10 @@ _EVENT_ROLES = {
 _USAGE_KEYS = (
     ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"),
     ("llm.token_count.prompt", "llm.token_count.completion"),
-    ("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"),  # before semconv 1.27, and OpenLLMetry
+    (
+        "gen_ai.usage.prompt_tokens",
+        "gen_ai.usage.completion_tokens",
+    ),  # before semconv 1.27, and OpenLLMetry
 )
 
 
@@ -140,18 +146,27 @@ def read(doc: Any, *, auto: bool = False, details: bool = True, traces: str = "a
     if not steps:
         raise NotOneRun(no_run(spans))
     executed = any(isinstance(step, _Execution) for step in steps)
-    run = _from_executions(steps, details) if executed else \
-        _from_requests([s for s in steps if isinstance(s, _Turn)], details)
+    run = (
+        _from_executions(steps, details)
+        if executed
+        else _from_requests([s for s in steps if isinstance(s, _Turn)], details)
+    )
     unwrapped = sum(isinstance(step, _Execution) and step.unwrapped for step in steps)
-    notes = [*([merged] if merged else []), *calls.notes, *([_unwrapped_note(unwrapped)] if unwrapped else [])]
+    notes = [
+        *([merged] if merged else []),
+        *calls.notes,
+        *([_unwrapped_note(unwrapped)] if unwrapped else []),
+    ]
     return dataclasses.replace(run, wall_ms=wall_ms(spans), notes=tuple(notes))
 
 
 def _unwrapped_note(count: int) -> str:
     """The note on results read from serialised LangChain ``ToolMessage`` objects."""
     which = "1 tool result is" if count == 1 else f"{count} tool results are"
-    return (f"{which} the content of a LangChain ToolMessage serialised in the tool span (output.value), "
-            "which keeps the whole message")
+    return (
+        f"{which} the content of a LangChain ToolMessage serialised in the tool span (output.value), "
+        "which keeps the whole message"
+    )
 
 
 # Span kinds
@@ -177,11 +192,16 @@ def _kind(span: Span) -> str | None:
         return "agent"
     if (isinstance(operation, str) and operation in _LLM_OPERATIONS) or span.oi_kind == "LLM":
         return "llm"
-    if operation is None and span.oi_kind in (None, "UNKNOWN"):  # Phoenix says UNKNOWN for a non-OpenInference span
+    if operation is None and span.oi_kind in (
+        None,
+        "UNKNOWN",
+    ):  # Phoenix says UNKNOWN for a non-OpenInference span
         if "gen_ai.tool.name" in attrs:
             return "tool"
         request = attrs.get("llm.request.type")  # OpenLLMetry, which sets no operation name
-        if request in ("chat", "completion") or (request is None and "gen_ai.request.model" in attrs):
+        if request in ("chat", "completion") or (
+            request is None and "gen_ai.request.model" in attrs
+        ):
             return "llm"
     return None
 
@@ -196,9 +216,17 @@ def _turn(span: Span) -> _Turn:
     reasons = span.attrs.get("gen_ai.response.finish_reasons")
     if isinstance(reasons, str):  # Jaeger writes a list as its JSON text
         reasons = _json(reasons)
-    unseen = not outputs and bool(_TOOL_CALL_REASONS.intersection(reasons if isinstance(reasons, list) else ()))
+    unseen = not outputs and bool(
+        _TOOL_CALL_REASONS.intersection(reasons if isinstance(reasons, list) else ())
+    )
     requests = [(name, args, _id(call_id)) for name, args, call_id in first.calls]
-    return _Turn(first.text, _usage(span.attrs), requests, _new_results(_messages(span, _INPUT_READERS)), unseen)
+    return _Turn(
+        first.text,
+        _usage(span.attrs),
+        requests,
+        _new_results(_messages(span, _INPUT_READERS)),
+        unseen,
+    )
 
 
 def _one_turn(turns: list[_Turn]) -> _Turn:
@@ -224,7 +252,10 @@ def _usage(attrs: dict[str, Any]) -> Usage | None:
 
 def _new_results(inputs: list[_Message]) -> list[tuple[Any, Any, Any]]:
     """The tool results after the last assistant message: the answers to the previous turn's calls."""
-    last = max((i for i, m in enumerate(inputs) if isinstance(m.role, str) and m.role in _ASSISTANT), default=-1)
+    last = max(
+        (i for i, m in enumerate(inputs) if isinstance(m.role, str) and m.role in _ASSISTANT),
+        default=-1,
+    )
     return [(content, _id(call_id), name)
             for message in inputs[last + 1 :] for content, call_id, name in message.results]  # fmt: skip
 
@@ -246,7 +277,11 @@ def _genai_reader(key: str) -> Callable[[Span], list[_Message]]:
         if value is None:
             value = next((attrs[key] for _, attrs in span.events if key in attrs), None)
         items = _json(value)
-        return [_genai_message(m) for m in items if isinstance(m, dict)] if isinstance(items, list) else []
+        return (
+            [_genai_message(m) for m in items if isinstance(m, dict)]
+            if isinstance(items, list)
+            else []
+        )
 
     return read
 
@@ -259,13 +294,23 @@ def _genai_message(raw: dict[str, Any]) -> _Message:
         if kind == "text" and isinstance(part.get("content"), str):
             texts.append(part["content"])
         elif kind in ("tool_call", "server_tool_call"):
-            calls.append((part.get("name"), part.get("arguments", part.get("server_tool_call")), part.get("id")))
+            calls.append(
+                (
+                    part.get("name"),
+                    part.get("arguments", part.get("server_tool_call")),
+                    part.get("id"),
+                )
+            )
         elif kind in ("tool_call_response", "server_tool_call_response"):
-            results.append((part.get("response", part.get("server_tool_call_response")), part.get("id"), None))
+            results.append(
+                (part.get("response", part.get("server_tool_call_response")), part.get("id"), None)
+            )
     return _Message(raw.get("role"), "".join(texts) or None, calls, results)
 
 
-def _indexed_reader(prefix: str, parse: Callable[[dict[str, Any]], _Message]) -> Callable[[Span], list[_Message]]:
+def _indexed_reader(
+    prefix: str, parse: Callable[[dict[str, Any]], _Message]
+) -> Callable[[Span], list[_Message]]:
     """Messages flattened into indexed attributes (``prefix.N.…``)."""
     return lambda span: [parse(item) for item in _indexed(span.attrs, prefix)]
 
@@ -290,14 +335,26 @@ def _openinference_message(item: dict[str, Any]) -> _Message:
     role, content = item.get("message.role"), item.get("message.content")
     if not isinstance(content, str):
         parts = _indexed(item, "message.contents")
-        texts = [p.get("message_content.text") for p in parts if p.get("message_content.type", "text") == "text"]
+        texts = [
+            p.get("message_content.text")
+            for p in parts
+            if p.get("message_content.type", "text") == "text"
+        ]
         content = "".join(t for t in texts if isinstance(t, str))
     calls = [(c.get("tool_call.function.name"), c.get("tool_call.function.arguments"), c.get("tool_call.id"))
              for c in _indexed(item, "message.tool_calls")]  # fmt: skip
     if "message.function_call_name" in item:  # legacy OpenAI function calling
-        calls.append((item["message.function_call_name"], item.get("message.function_call_arguments_json"), None))
+        calls.append(
+            (
+                item["message.function_call_name"],
+                item.get("message.function_call_arguments_json"),
+                None,
+            )
+        )
     if role == "tool":
-        return _Message(role, None, [], [(content, item.get("message.tool_call_id"), item.get("message.name"))])
+        return _Message(
+            role, None, [], [(content, item.get("message.tool_call_id"), item.get("message.name"))]
+        )
     return _Message(role, content or None, calls, [])
 
 
@@ -333,7 +390,9 @@ def _event_outputs(span: Span) -> list[_Message]:
             calls = [(c.get("function", {}).get("name"), c.get("function", {}).get("arguments"), c.get("id"))
                      for c in message.get("tool_calls") or () if isinstance(c, dict)]  # fmt: skip
             text = message.get("content")
-            messages.append(_Message("assistant", text if isinstance(text, str) and text else None, calls, []))
+            messages.append(
+                _Message("assistant", text if isinstance(text, str) and text else None, calls, [])
+            )
     return messages
 
 
@@ -379,10 +438,14 @@ def _execution(span: Span) -> _Execution:
     value = value["output"] if _only_output(value) else value
     message = tool_message(value)
     if message is None:
-        return _Execution(name, args, call_id, value, raw is not None, span.failed, span.duration_ms)
+        return _Execution(
+            name, args, call_id, value, raw is not None, span.failed, span.duration_ms
+        )
     result, message_id, message_error = message
     call_id = call_id if call_id is not None else _id(message_id)
-    return _Execution(name, args, call_id, result, True, span.failed or message_error, span.duration_ms, True)
+    return _Execution(
+        name, args, call_id, result, True, span.failed or message_error, span.duration_ms, True
+    )
 
 
 def _one_execution(runs: list[_Execution]) -> _Execution:
@@ -414,7 +477,9 @@ def _from_executions(steps: list[_Turn | _Execution], details: bool) -> Trajecto
     """Calls from tool spans: turns from LLM spans, arguments from requests when the span has none."""
     builder = Builder(details)
     turns = [step for step in steps if isinstance(step, _Turn)]
-    by_id = {call_id: args for turn in turns for _, args, call_id in turn.requests if call_id is not None}
+    by_id = {
+        call_id: args for turn in turns for _, args, call_id in turn.requests if call_id is not None
+    }
     answers = {i: content for turn in turns for content, i, _ in turn.results if i is not None}
     waiting: list[tuple[Any, Any, Any]] = []
     executions = []
@@ -440,7 +505,9 @@ def _from_executions(steps: list[_Turn | _Execution], details: bool) -> Trajecto
 def _arguments(step: _Execution, by_id: dict[Any, Any], waiting: list[tuple[Any, Any, Any]]) -> Any:
     """The span's arguments when they decode to an object; else its request's (by id, or the turn's next by name)."""
     by_name = step.call_id not in by_id
-    request = next((r for r in waiting if (r[0] == step.name if by_name else r[2] == step.call_id)), None)
+    request = next(
+        (r for r in waiting if (r[0] == step.name if by_name else r[2] == step.call_id)), None
+    )
     if request is not None:
         waiting.remove(request)
     args = None if step.args is None else decode_args(step.args)

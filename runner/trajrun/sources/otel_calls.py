@@ -63,8 +63,9 @@ class _Groups:
         return True
 
 
-def one_call_each(spans: list[Span], kinds: dict[int, str | None],
-                  tool_key: Callable[[Span], tuple[Any, Any]]) -> Calls:
+def one_call_each(
+    spans: list[Span], kinds: dict[int, str | None], tool_key: Callable[[Span], tuple[Any, Any]]
+) -> Calls:
     """Group ``spans`` (in trace order; ``kinds``: each index's ``llm``, ``tool``, ``merged``,
     ``agent`` or None) into calls; ``tool_key`` gives a tool span's name and call id."""
     by_id = {span.span_id: span for span in spans if span.span_id is not None}
@@ -97,8 +98,9 @@ def one_call_each(spans: list[Span], kinds: dict[int, str | None],
     return Calls(calls, notes)
 
 
-def _nest_llm_calls(llms: list[Span], kinds: dict[int, str | None], by_id: dict[str, Span],
-                    groups: _Groups) -> tuple[dict[int, int], set[int]]:
+def _nest_llm_calls(
+    llms: list[Span], kinds: dict[int, str | None], by_id: dict[str, Span], groups: _Groups
+) -> tuple[dict[int, int], set[int]]:
     """Join each LLM span to the one call it encloses, innermost first: each span's depth among
     LLM spans, and the wrappers (spans enclosing several calls)."""
     owner = {span.index: _enclosing(span, kinds, by_id, "llm", _LLM_BARRIERS) for span in llms}
@@ -126,8 +128,13 @@ def _nest_llm_calls(llms: list[Span], kinds: dict[int, str | None], by_id: dict[
     return depth, wrappers
 
 
-def _enclosing(span: Span, kinds: dict[int, str | None], by_id: dict[str, Span], kind: str,
-               barriers: frozenset[str]) -> Span | None:
+def _enclosing(
+    span: Span,
+    kinds: dict[int, str | None],
+    by_id: dict[str, Span],
+    kind: str,
+    barriers: frozenset[str],
+) -> Span | None:
     """The nearest ancestor of ``kind`` with no span of a ``barriers`` kind between, else None."""
     seen = {span.index}
     parent = by_id.get(span.parent_id) if span.parent_id is not None else None

@@ -19,7 +19,13 @@ from typing import Any
 from ..frozen import frozen
 from .builder import NotThisFormat
 from .otel_layouts import (
-    from_jaeger, from_js, is_jaeger_span, is_js_span, jaeger_select, jaeger_traces, js_select,
+    from_jaeger,
+    from_js,
+    is_jaeger_span,
+    is_js_span,
+    jaeger_select,
+    jaeger_traces,
+    js_select,
 )  # fmt: skip
 
 _HEX = frozenset("0123456789abcdef")
@@ -177,7 +183,9 @@ def _span(raw: dict[str, Any], index: int) -> Span:
     events = tuple((str(e.get("name", "")), _attributes(e.get("attributes"))) for e in raw.get("events") or ()
                    if isinstance(e, dict))  # fmt: skip
     trace_key, trace = _field(raw, "traceId", "trace_id", "context.trace_id")
-    oi_kind = attrs.get("openinference.span.kind", raw.get("span_kind"))  # Phoenix moves the kind out
+    oi_kind = attrs.get(
+        "openinference.span.kind", raw.get("span_kind")
+    )  # Phoenix moves the kind out
     return Span(
         index, str(raw.get("name") or ""), attrs, events,
         _hex_id(_field(raw, "spanId", "span_id", "context.span_id")[1]),
@@ -232,7 +240,11 @@ def _any_value(value: Any) -> Any:
         return value
     for key, item in value.items():
         if key in ("intValue", "int_value"):
-            return int(item) if isinstance(item, (int, str)) and str(item).lstrip("-").isdigit() else item
+            return (
+                int(item)
+                if isinstance(item, (int, str)) and str(item).lstrip("-").isdigit()
+                else item
+            )
         if key in ("arrayValue", "array_value"):
             return [_any_value(v) for v in (item or {}).get("values") or ()]
         if key in ("kvlistValue", "kvlist_value"):
@@ -265,7 +277,9 @@ def _start(raw: Any) -> int | None:
     if text.isdigit():
         return int(text)
     # Python 3.10's fromisoformat takes neither "Z" nor nanoseconds
-    text = _FRACTION.sub(lambda m: "." + m[1][:6].ljust(6, "0"), text.replace("Z", "+00:00"), count=1)
+    text = _FRACTION.sub(
+        lambda m: "." + m[1][:6].ljust(6, "0"), text.replace("Z", "+00:00"), count=1
+    )
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -279,7 +293,11 @@ def _failed(raw: dict[str, Any], attrs: dict[str, Any]) -> bool:
     status = raw.get("status")
     code = first(status, "code", "status_code") if isinstance(status, dict) else status
     code = raw.get("status_code") if code is None else code
-    return code == 2 or (isinstance(code, str) and code.upper().endswith("ERROR")) or "error.type" in attrs
+    return (
+        code == 2
+        or (isinstance(code, str) and code.upper().endswith("ERROR"))
+        or "error.type" in attrs
+    )
 
 
 def _ordered(spans: list[Span]) -> list[Span]:
@@ -304,7 +322,9 @@ def _preorder(spans: list[Span]) -> list[Span]:
         out.append(span)
         stack += reversed(children.pop(span.span_id, []) if span.span_id is not None else [])
     seen = {span.index for span in out}
-    return out + [span for span in spans if span.index not in seen]  # a cycle of parents: file order
+    return out + [
+        span for span in spans if span.index not in seen
+    ]  # a cycle of parents: file order
 
 
 def one_run(spans: list[Span], doc: Any, traces: str, whole: Callable[[Span], bool]) -> str | None:
@@ -323,7 +343,11 @@ def one_run(spans: list[Span], doc: Any, traces: str, whole: Callable[[Span], bo
                         f"trace; pick one with select: \"{select}\"")  # fmt: skip
     root = None if traces == "merge" else _whole_root(spans, whole)
     if root is None:
-        why = "as traces: merge asks" if traces == "merge" else "no trace has an agent or chain span over its calls"
+        why = (
+            "as traces: merge asks"
+            if traces == "merge"
+            else "no trace has an agent or chain span over its calls"
+        )
         return f"{len(refs)}{MERGED}, in time order ({shown}): {why}"
     raise NotOneRun(f"the document holds {len(refs)} traces ({shown}), and trace {root.trace_ref[1]} is a whole run "
                     f"(its root span {root.name!r} is no model or tool call); pick one with select: \"{select}\", "
@@ -349,7 +373,9 @@ def _select(doc: Any) -> str:
 def wall_ms(spans: list[Span]) -> float | None:
     """From the first span's start to the last one's end, in milliseconds; None when no span recorded its times."""
     times = [span.times for span in spans if span.times is not None]
-    return (max(end for _, end in times) - min(start for start, _ in times)) / 1e6 if times else None
+    return (
+        (max(end for _, end in times) - min(start for start, _ in times)) / 1e6 if times else None
+    )
 
 
 def no_run(spans: list[Span]) -> str:

@@ -50,7 +50,9 @@ CLIP = 200
 MAX_LENGTH_DIGITS = 18
 """The most digits a Content-Length may have: 10**18 bytes is past any limit on a source."""
 BIND_ATTEMPTS = 5
-FLUSH = "have the agent flush its exporter before it ends (TracerProvider.shutdown() or force_flush())"
+FLUSH = (
+    "have the agent flush its exporter before it ends (TracerProvider.shutdown() or force_flush())"
+)
 _IDS = ("traceId", "spanId", "parentSpanId")
 _ARRIVING, _WORKING = "arriving", "working"
 
@@ -103,17 +105,23 @@ class Receiver:
             "OTEL_EXPORTER_OTLP_PROTOCOL": PROTOCOL, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": PROTOCOL,
             **{name: _no_proxy(os.environ.get(name)) for name in ("NO_PROXY", "no_proxy")},
         }  # fmt: skip
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
         self._thread.start()
 
-    def handle(self, path: str, headers: Message, body: bytes | bytearray) -> tuple[int, bytes, str, Any]:
+    def handle(
+        self, path: str, headers: Message, body: bytes | bytearray
+    ) -> tuple[int, bytes, str, Any]:
         """Answer one request read whole (its body already counted by ``reserve``): status, body, content
         type, and the OTLP trace export it carried (None for other paths); a body that cannot be read is
         ``_Rejected``."""
         path = path.split("?", 1)[0]
         with self._lock:
             self._paths[path] = self._paths.get(path, 0) + 1
-        json_type = headers.get("Content-Type", "").split(";")[0].strip().lower() == "application/json"
+        json_type = (
+            headers.get("Content-Type", "").split(";")[0].strip().lower() == "application/json"
+        )
         reply_type = "application/json" if json_type else "application/x-protobuf"
         if path != TRACES:
             self.release(len(body))  # answered and dropped, so no longer held
@@ -129,7 +137,9 @@ class Receiver:
         if encoding in ("identity", ""):
             return body
         if encoding != "gzip":
-            raise _Rejected(415, f"Content-Encoding {_quote(encoding)} is not read; send gzip or no compression")
+            raise _Rejected(
+                415, f"Content-Encoding {_quote(encoding)} is not read; send gzip or no compression"
+            )
         data = self._inflate(body)
         self.release(len(body))
         return data
@@ -266,9 +276,15 @@ class Receiver:
 
     def _nothing(self) -> str:
         """Why no span arrived, as far as the receiver can tell: the variables set, the requests seen, conflicts."""
-        first, second, third = (f"{name}={self.variables[name]}" for name in list(self.variables)[:3])
+        first, second, third = (
+            f"{name}={self.variables[name]}" for name in list(self.variables)[:3]
+        )
         seen = ", ".join(f"{count} to {path}" for path, count in self._paths.items())
-        got = f"the requests that reached the receiver held no span ({seen})" if seen else "no request reached it"
+        got = (
+            f"the requests that reached the receiver held no span ({seen})"
+            if seen
+            else "no request reached it"
+        )
         return (f"no spans arrived: trajrun set {first}, {second} and {third} for the agent, and {got}; export spans "
                 "with an OTLP/HTTP span exporter, which reads these variables (Python: "
                 "opentelemetry-exporter-otlp-proto-http's OTLPSpanExporter), flush it before the agent ends "
@@ -328,7 +344,9 @@ def _content_length(headers: Message, limit: int) -> int:
     if not values or headers.get("Transfer-Encoding") is not None:
         raise _Rejected(411, "a request without Content-Length (a chunked body); send its length")
     if len(set(values)) > 1:
-        raise _Rejected(400, f"a request with {len(values)} different Content-Length headers; send one")
+        raise _Rejected(
+            400, f"a request with {len(values)} different Content-Length headers; send one"
+        )
     text = values[0].strip(" \t")
     if not (text.isascii() and text.isdigit()):
         raise _Rejected(400, f"a Content-Length that is not a number of bytes ({_quote(text)}); send the body's "
@@ -369,7 +387,9 @@ def _json_export(body: bytes | bytearray) -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def _protobuf_reader() -> Callable[[bytes | bytearray], dict[str, Any]]:
     """The reader of OTLP/protobuf bodies, built on ``opentelemetry-proto`` (imported once)."""
-    from google.protobuf.json_format import MessageToDict  # deferred: the optional trajrun[otel] extra
+    from google.protobuf.json_format import (
+        MessageToDict,
+    )  # deferred: the optional trajrun[otel] extra
     from google.protobuf.message import DecodeError  # deferred: as above
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # deferred: as above
         ExportTraceServiceRequest,
@@ -441,8 +461,9 @@ def _bind(receiver: Receiver, origin: str) -> _Server:
             return _Server(receiver)
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE or attempt == BIND_ATTEMPTS:
-                raise SourceError(f"cannot start the OTLP receiver on 127.0.0.1: {exc.strerror or exc}",
-                                  origin) from None
+                raise SourceError(
+                    f"cannot start the OTLP receiver on 127.0.0.1: {exc.strerror or exc}", origin
+                ) from None
         attempt += 1
 
 
@@ -519,7 +540,9 @@ class _Handler(BaseHTTPRequestHandler):
         """The body, a chunk at a time; None when the connection ends first (the request is lost)."""
         body = bytearray()
         try:
-            while len(body) < length and (chunk := self.rfile.read1(min(CHUNK, length - len(body)))):
+            while len(body) < length and (
+                chunk := self.rfile.read1(min(CHUNK, length - len(body)))
+            ):
                 body += chunk
         except OSError as exc:
             how = _failure(exc, self.timeout)
@@ -555,7 +578,9 @@ class _Handler(BaseHTTPRequestHandler):
         other than POST (answered, nothing more)."""
         self.close_connection = True
         if code != HTTPStatus.NOT_IMPLEMENTED:
-            self._keep(problem=_answered(code, f"a malformed HTTP request ({_clip(message or str(code))})"))
+            self._keep(
+                problem=_answered(code, f"a malformed HTTP request ({_clip(message or str(code))})")
+            )
         self._keep()
         super().send_error(code, message, explain)
 

@@ -96,8 +96,12 @@ class ModelProxy:
     an error (the first one is reported).
     """
 
-    def __init__(self, origin: str, replay: tuple[str, list[Exchange]] | None = None,
-                 upstream: Mapping[str, urllib.parse.SplitResult] | None = None) -> None:
+    def __init__(
+        self,
+        origin: str,
+        replay: tuple[str, list[Exchange]] | None = None,
+        upstream: Mapping[str, urllib.parse.SplitResult] | None = None,
+    ) -> None:
         self.origin, self.replay, self.upstream = origin, replay, dict(upstream or {})
         self.limit, self.timeout = max_source_bytes(), upstream_timeout()
         self._lock = threading.Condition()
@@ -109,10 +113,16 @@ class ModelProxy:
         self._server = _bind(self, origin)
         base = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.variables = {variable: f"{base}/{api}" for api, (variable, _) in APIS.items()}
-        self.variables.update({name: _no_proxy(os.environ.get(name)) for name in ("NO_PROXY", "no_proxy")})
+        self.variables.update(
+            {name: _no_proxy(os.environ.get(name)) for name in ("NO_PROXY", "no_proxy")}
+        )
         if replay is not None:
-            self.variables.update({var: REPLAY_KEY for var in KEY_VARIABLES.values() if not os.environ.get(var)})
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+            self.variables.update(
+                {var: REPLAY_KEY for var in KEY_VARIABLES.values() if not os.environ.get(var)}
+            )
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
         self._thread.start()
 
     @property
@@ -197,8 +207,10 @@ class ModelProxy:
         """Wait, at most ``SETTLE`` seconds, for requests still in flight once the agent ended."""
         with self._lock:
             if not self._lock.wait_for(lambda: self._in_flight == 0, SETTLE):
-                self._problems.append(f"{self._in_flight} request(s) to the model proxy were still in flight "
-                                      f"{SETTLE:g}s after the agent ended; have the agent wait for its model calls")
+                self._problems.append(
+                    f"{self._in_flight} request(s) to the model proxy were still in flight "
+                    f"{SETTLE:g}s after the agent ended; have the agent wait for its model calls"
+                )
 
     def close(self) -> None:
         """Stop serving and free the port."""
@@ -275,18 +287,26 @@ def normalized(api: str, method: str, target: str, body: Any) -> dict[str, Any]:
     return {"api": api, "method": method, "path": path, "body": body}
 
 
-def first_difference(recorded: Any, sent: Any, path: tuple[str | int, ...] = ()) -> tuple[str, str, str]:
+def first_difference(
+    recorded: Any, sent: Any, path: tuple[str | int, ...] = ()
+) -> tuple[str, str, str]:
     """Where two requests first differ (``body.messages[2].content``) and each side's value there, quoted."""
     if isinstance(recorded, dict) and isinstance(sent, dict):
         for key in (*recorded, *(k for k in sent if k not in recorded)):
             if key not in sent or key not in recorded or recorded[key] != sent[key]:
-                return first_difference(recorded.get(key, _ABSENT), sent.get(key, _ABSENT), (*path, key))
+                return first_difference(
+                    recorded.get(key, _ABSENT), sent.get(key, _ABSENT), (*path, key)
+                )
     elif isinstance(recorded, list) and isinstance(sent, list):
         for i, (one, other) in enumerate(zip(recorded, sent)):
             if one != other:
                 return first_difference(one, other, (*path, i))
         if len(recorded) != len(sent):
-            return format_path(path) or "the request", f"{len(recorded)} items", f"{len(sent)} items"
+            return (
+                format_path(path) or "the request",
+                f"{len(recorded)} items",
+                f"{len(sent)} items",
+            )
     return format_path(path) or "the request", _shown(recorded), _shown(sent)
 
 
@@ -397,7 +417,9 @@ def _bind(proxy: ModelProxy, origin: str) -> _Server:
             return _Server(proxy)
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE or attempt == BIND_ATTEMPTS:
-                raise SourceError(f"cannot start the model proxy on 127.0.0.1: {exc.strerror or exc}", origin) from None
+                raise SourceError(
+                    f"cannot start the model proxy on 127.0.0.1: {exc.strerror or exc}", origin
+                ) from None
     raise AssertionError("unreachable")
 
 
@@ -482,20 +504,31 @@ class _Handler(BaseHTTPRequestHandler):
                                "Content-Length")  # fmt: skip
         text = (self.headers.get("Content-Length") or "0").strip()
         if not (text.isascii() and text.isdigit()) or len(text) > MAX_LENGTH_DIGITS:
-            raise Refused(400, f"the agent sent a Content-Length that is not a number of bytes ({inline(text[:40])})")
+            raise Refused(
+                400,
+                f"the agent sent a Content-Length that is not a number of bytes ({inline(text[:40])})",
+            )
         length = int(text)
         self.server.proxy.reserve(length)
         body = self.rfile.read(length)
         if len(body) != length:
-            raise Refused(400, f"the agent's request ended after {len(body):,} of {length:,} body bytes")
+            raise Refused(
+                400, f"the agent's request ended after {len(body):,} of {length:,} body bytes"
+            )
         return body
 
     def _replay(self, response: dict[str, Any]) -> None:
         """Answer with a recorded response: its JSON body, or its events as a stream."""
         if "events" in response:
-            self._send(response["status"], "text/event-stream; charset=utf-8", sse(response["events"]))
+            self._send(
+                response["status"], "text/event-stream; charset=utf-8", sse(response["events"])
+            )
         else:
-            body = b"" if response["body"] is None else json.dumps(response["body"], ensure_ascii=False).encode()
+            body = (
+                b""
+                if response["body"] is None
+                else json.dumps(response["body"], ensure_ascii=False).encode()
+            )
             self._send(response["status"], "application/json", body)
 
     def _forward(self, request: dict[str, Any], body: bytes) -> dict[str, Any]:
@@ -505,7 +538,9 @@ class _Handler(BaseHTTPRequestHandler):
         target = parts.path.rstrip("/") + "/" + self.path.lstrip("/").partition("/")[2]
         shown = f"the upstream {inline(parts.scheme + '://' + parts.netloc + target.split('?')[0])}"
         variable = APIS[request["api"]][0]
-        headers = {name: value for name, value in self.headers.items() if name.lower() not in HOP_BY_HOP}
+        headers = {
+            name: value for name, value in self.headers.items() if name.lower() not in HOP_BY_HOP
+        }
         headers["Accept-Encoding"] = "identity"
         try:
             connection = _connect(parts, proxy.timeout)
@@ -518,10 +553,14 @@ class _Handler(BaseHTTPRequestHandler):
             raise Refused(504, f"{shown} sent nothing for {proxy.timeout:g}s (the model call hangs); set "
                                f"{UPSTREAM_TIMEOUT_VAR} to wait longer") from None  # fmt: skip
         except http.client.HTTPException as exc:
-            raise Refused(502, f"{shown} answered garbage, not HTTP ({type(exc).__name__}); check {variable}") from None
+            raise Refused(
+                502, f"{shown} answered garbage, not HTTP ({type(exc).__name__}); check {variable}"
+            ) from None
         except OSError as exc:
             reason = inline(str(exc.strerror or exc))[:200]
-            raise Refused(502, f"cannot reach {shown} ({reason}); check the network and {variable}") from None
+            raise Refused(
+                502, f"cannot reach {shown} ({reason}); check the network and {variable}"
+            ) from None
 
     def _relay(self, answer: http.client.HTTPResponse, shown: str) -> dict[str, Any]:
         """Pass the upstream's answer back: a stream as it comes, JSON whole."""
@@ -540,7 +579,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             raise Refused(502, f"{shown} answered {answer.status} with {inline(content_type or 'no Content-Type')}, "
                                f"neither JSON nor an event stream: {_clip(body)}")  # fmt: skip
-        self._send(answer.status, answer.getheader("Content-Type") or "application/json", body, answer)
+        self._send(
+            answer.status, answer.getheader("Content-Type") or "application/json", body, answer
+        )
         return {"status": answer.status, "body": self.server.proxy.redacted(data)}
 
     def _upstream_body(self, answer: http.client.HTTPResponse) -> bytes:
@@ -567,8 +608,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         return proxy.redacted(reader.close())  # type: ignore[no-any-return]
 
-    def _send(self, status: int, content_type: str, body: bytes,
-              answer: http.client.HTTPResponse | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        content_type: str,
+        body: bytes,
+        answer: http.client.HTTPResponse | None = None,
+    ) -> None:
         """Send a whole response."""
         self._began = True
         self.send_response(status)
@@ -587,10 +633,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, status: int, problem: str) -> None:
         """An error of the proxy's own, in the shape model clients read (``error.message``), never retried."""
-        body = json.dumps({"error": {"message": f"trajrun model proxy: {problem}", "type": "trajrun_proxy_error"}})
+        body = json.dumps(
+            {"error": {"message": f"trajrun model proxy: {problem}", "type": "trajrun_proxy_error"}}
+        )
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("x-should-retry", "false")  # the openai and anthropic SDKs would retry a 5xx otherwise
+        self.send_header(
+            "x-should-retry", "false"
+        )  # the openai and anthropic SDKs would retry a 5xx otherwise
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body.encode())
@@ -611,10 +661,14 @@ def _connect(parts: urllib.parse.SplitResult, timeout: float) -> http.client.HTT
     if parts.scheme == "http":
         return http.client.HTTPConnection(host, port, timeout=timeout)
     context = ssl.create_default_context()
-    through = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies().get("https")
+    through = (
+        None if urllib.request.proxy_bypass(host) else urllib.request.getproxies().get("https")
+    )
     if not through:
         return http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
     via = urllib.parse.urlsplit(through)
-    connection = http.client.HTTPSConnection(via.hostname or "", via.port or 80, timeout=timeout, context=context)
+    connection = http.client.HTTPSConnection(
+        via.hostname or "", via.port or 80, timeout=timeout, context=context
+    )
     connection.set_tunnel(host, port or 443)
     return connection

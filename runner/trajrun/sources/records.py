@@ -66,11 +66,15 @@ def files_of(location: str) -> list[str]:
     found = expand(location)
     if not found:
         where = "" if is_url(location) else " (relative paths resolve against the suite's folder)"
-        raise SourceError(f"no file matches {location!r}; check the path or pattern{where}", location)
+        raise SourceError(
+            f"no file matches {location!r}; check the path or pattern{where}", location
+        )
     return found
 
 
-def partitions(files: list[str], each: str, workers: int = 1, split: int | None = None) -> list[Partition]:
+def partitions(
+    files: list[str], each: str, workers: int = 1, split: int | None = None
+) -> list[Partition]:
     """The partitions of ``files``, in order; with ``each: record``, large uncompressed JSONL files are split so
     that ``workers`` processes share them (``split`` bytes at most per range; default about ``SPLIT_BYTES``)."""
     out: list[Partition] = []
@@ -81,8 +85,10 @@ def partitions(files: list[str], each: str, workers: int = 1, split: int | None 
         if size <= step:
             out.append(Partition(path, location=location))
             continue
-        out.extend(Partition(path, start, min(start + step, size), location)
-                   for start in range(0, size, step))
+        out.extend(
+            Partition(path, start, min(start + step, size), location)
+            for start in range(0, size, step)
+        )
     return out
 
 
@@ -169,7 +175,9 @@ def _not_json(exc: BaseException, text: str, line: bool = False) -> str:
         extra = exc.msg == "Extra data" and not line
         hint = "; for one JSON document per line, name the file .jsonl" if extra else ""
         return f"invalid JSON at {where}: {exc.msg}{hint}"
-    if isinstance(exc, RecursionError):  # documents words it, with where it gets deep and nothing quoted
+    if isinstance(
+        exc, RecursionError
+    ):  # documents words it, with where it gets deep and nothing quoted
         try:
             parse_json(text, "", 1 if line else 0)
         except SourceError as problem:
@@ -178,11 +186,16 @@ def _not_json(exc: BaseException, text: str, line: bool = False) -> str:
     found = re.search(rf"-?\d{{{limit + 1},}}", text) if limit else None
     if found is None:
         return "invalid JSON"
-    row, column = text.count("\n", 0, found.start()) + 1, found.start() - text.rfind("\n", 0, found.start())
+    row, column = (
+        text.count("\n", 0, found.start()) + 1,
+        found.start() - text.rfind("\n", 0, found.start()),
+    )
     where = f"column {column}" if line else f"line {row}, column {column}"
     digits = len(found[0].lstrip("-"))
-    return (f"invalid JSON at {where}: an integer of {digits:,} digits; trajrun reads integers of at most "
-            f"{limit:,} digits (Python's limit) — quote it to keep it as a string")
+    return (
+        f"invalid JSON at {where}: an integer of {digits:,} digits; trajrun reads integers of at most "
+        f"{limit:,} digits (Python's limit) — quote it to keep it as a string"
+    )
 
 
 def _whole(path: str, kind: str, zipped: bool, opened: str) -> Any:
@@ -208,7 +221,9 @@ def _whole(path: str, kind: str, zipped: bool, opened: str) -> Any:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SourceError(f"the file is not UTF-8 text: {exc.reason} at byte {exc.start}", path) from None
+        raise SourceError(
+            f"the file is not UTF-8 text: {exc.reason} at byte {exc.start}", path
+        ) from None
     if kind == "yaml":
         return parse_yaml(text, path)
     try:
@@ -241,7 +256,12 @@ def _kind(doc: Any) -> str:
     """What a document's top level is, in a word: what it holds is not quoted."""
     if doc is None:
         return "null"
-    kinds = ((bool, "a boolean"), (dict, "a mapping"), (str, "a string"), ((int, float), "a number"))
+    kinds = (
+        (bool, "a boolean"),
+        (dict, "a mapping"),
+        (str, "a string"),
+        ((int, float), "a number"),
+    )
     return next((word for cls, word in kinds if isinstance(doc, cls)), "a list")
 
 
@@ -250,8 +270,11 @@ def _trace_records(path: str, kind: str, zipped: bool, opened: str) -> Iterator[
     try:
         groups = trace_groups(_whole(path, kind, zipped, opened))
     except (NotThisFormat, NotOneRun) as exc:
-        raise SourceError(f"each: trace reads the traces of an OpenTelemetry file, but this one is not: "
-                          f"{getattr(exc, 'reason', exc)}; use each: record or each: file", path) from None
+        raise SourceError(
+            f"each: trace reads the traces of an OpenTelemetry file, but this one is not: "
+            f"{getattr(exc, 'reason', exc)}; use each: record or each: file",
+            path,
+        ) from None
     for trace_id, spans in groups:
         yield Record(f"{path}:{trace_id}", spans)
 

@@ -52,7 +52,9 @@ def _fsspec() -> object:
     try:
         import fsspec  # deferred: optional, only URLs need it
     except ImportError:
-        raise SourceError(f"reading a URL needs fsspec, which is not installed; {FSSPEC_HINT}") from None
+        raise SourceError(
+            f"reading a URL needs fsspec, which is not installed; {FSSPEC_HINT}"
+        ) from None
     return fsspec
 
 
@@ -65,7 +67,9 @@ def expand(location: str) -> list[str]:
             names = fs.glob(path) if has_glob(path) else ([path] if fs.exists(path) else [])
             return sorted(fs.unstrip_protocol(name) for name in names if not fs.isdir(name))
         except (OSError, ValueError, ImportError) as exc:
-            raise SourceError(f"cannot list {location}: {type(exc).__name__}: {exc}", location) from None
+            raise SourceError(
+                f"cannot list {location}: {type(exc).__name__}: {exc}", location
+            ) from None
     if has_glob(location):
         return _distinct(sorted(name for name in _glob(location) if os.path.isfile(name)))
     return [location] if os.path.isfile(location) else []
@@ -107,11 +111,16 @@ def _folders(base: str) -> Iterator[str]:
     while pending:
         folder = pending.pop()
         try:
-            if not _first_time(os.stat(folder or os.curdir), seen):  # a bind mount of a folder above it
+            if not _first_time(
+                os.stat(folder or os.curdir), seen
+            ):  # a bind mount of a folder above it
                 continue
             with os.scandir(folder or os.curdir) as entries:
-                below = [os.path.join(folder, entry.name) for entry in entries
-                         if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)]
+                below = [
+                    os.path.join(folder, entry.name)
+                    for entry in entries
+                    if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)
+                ]
         except OSError:  # unreadable or gone: glob skips it too
             continue
         yield folder
@@ -189,9 +198,14 @@ def gunzip_chunks(stream: IO[bytes]) -> Iterator[bytes | Lost]:
             try:
                 yield from _inflated(inflate, data)
             except zlib.error as exc:
-                lost = f"bytes from {member_start:,} of the compressed file are not valid gzip ({exc})"
+                lost = (
+                    f"bytes from {member_start:,} of the compressed file are not valid gzip ({exc})"
+                )
                 resume = _next_member(stream, member_start + 1)
-                yield Lost(lost + (f"; reading resumed at the member at byte {resume:,}" if resume >= 0 else ""))
+                yield Lost(
+                    lost
+                    + (f"; reading resumed at the member at byte {resume:,}" if resume >= 0 else "")
+                )
                 if resume < 0:
                     return
                 stream.seek(resume)
@@ -203,11 +217,15 @@ def gunzip_chunks(stream: IO[bytes]) -> Iterator[bytes | Lost]:
             member_start = base + len(chunk) - len(data)
             inflate = zlib.decompressobj(wbits=31)
             if data and not data.startswith(GZIP_MAGIC[: len(data)]):
-                yield Lost(f"bytes from {member_start:,} of the compressed file are not gzip (trailing garbage)")
+                yield Lost(
+                    f"bytes from {member_start:,} of the compressed file are not gzip (trailing garbage)"
+                )
                 return
     if not inflate.eof and position > member_start:
-        yield Lost(f"the compressed file ends in the middle of a gzip member (from byte {member_start:,}): "
-                   "it was cut short")
+        yield Lost(
+            f"the compressed file ends in the middle of a gzip member (from byte {member_start:,}): "
+            "it was cut short"
+        )
 
 
 def _inflated(inflate: Any, data: bytes) -> Iterator[bytes]:
@@ -217,7 +235,9 @@ def _inflated(inflate: Any, data: bytes) -> Iterator[bytes]:
         out = inflate.decompress(data, CHUNK)
         if out:
             yield out
-        if inflate.eof:  # what follows the member is in unused_data (and, still, in unconsumed_tail)
+        if (
+            inflate.eof
+        ):  # what follows the member is in unused_data (and, still, in unconsumed_tail)
             return
         data = inflate.unconsumed_tail
         if not data and len(out) < CHUNK:  # a full CHUNK may leave output inside zlib: ask again
@@ -252,7 +272,10 @@ def lines(chunks: Iterator[bytes | Lost], limit: int, offset: int = 0) -> Iterat
     joined once, when it ends: joining it chunk by chunk copied it again for every chunk.
     """
     pieces: list[bytes] = []  # the line in progress, ``pending`` bytes of it
-    pending, skipped = 0, -1  # skipped: where a line past the limit began, while its end is being looked for
+    pending, skipped = (
+        0,
+        -1,
+    )  # skipped: where a line past the limit began, while its end is being looked for
     for chunk in chunks:
         if isinstance(chunk, Lost):
             yield Line(offset if skipped < 0 else skipped, chunk)
@@ -285,5 +308,7 @@ def lines(chunks: Iterator[bytes | Lost], limit: int, offset: int = 0) -> Iterat
 
 def _too_long(limit: int) -> str:
     """Why a line was skipped."""
-    return (f"the line holds more than {limit:,} bytes, the limit on one record; set {MAX_SOURCE_BYTES_VAR} to a "
-            "larger number of bytes to read it")
+    return (
+        f"the line holds more than {limit:,} bytes, the limit on one record; set {MAX_SOURCE_BYTES_VAR} to a "
+        "larger number of bytes to read it"
+    )

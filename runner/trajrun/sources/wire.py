@@ -35,7 +35,11 @@ def read_wire(exchanges: Iterable[dict[str, Any]], origin: str) -> Trajectory:
     for exchange in exchanges:
         request, response = exchange["request"], exchange["response"]
         api = _ENDPOINTS.get((request["api"], request["path"].split("?")[0].rstrip("/")))
-        if api is not None and 200 <= response["status"] < 300 and isinstance(request["body"], dict):
+        if (
+            api is not None
+            and 200 <= response["status"] < 300
+            and isinstance(request["body"], dict)
+        ):
             calls.append((api, request["body"], response))
     apis = sorted({api for api, _, _ in calls})
     if not apis:
@@ -46,7 +50,11 @@ def read_wire(exchanges: Iterable[dict[str, Any]], origin: str) -> Trajectory:
                           "one conversation per case", origin)  # fmt: skip
     api = apis[0]
     history, usages = _HISTORIES[api](calls)
-    reader = {"openai": openai.read, "openai-responses": openai_responses.read, "anthropic": anthropic.read}[api]
+    reader = {
+        "openai": openai.read,
+        "openai-responses": openai_responses.read,
+        "anthropic": anthropic.read,
+    }[api]
     inputs, outputs = _USAGE[api]
     usage: Usage | None = Usage(0, 0)
     for raw in usages:
@@ -61,12 +69,18 @@ def _chat(calls: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> tuple[list
     usages: list[Any] = []
     asked: set[Any] = set()
     for _, body, response in calls:
-        history += _answers(body.get("messages"), asked, lambda m: [m] if m.get("role") == "tool" else [],
-                            lambda m: m.get("tool_call_id"))
+        history += _answers(
+            body.get("messages"),
+            asked,
+            lambda m: [m] if m.get("role") == "tool" else [],
+            lambda m: m.get("tool_call_id"),
+        )
         message, usage = _chat_message(response)
         history.append(message)
         usages.append(usage)
-        asked |= {call.get("id") for call in message.get("tool_calls") or () if isinstance(call, dict)}
+        asked |= {
+            call.get("id") for call in message.get("tool_calls") or () if isinstance(call, dict)
+        }
     return history, usages
 
 
@@ -89,7 +103,12 @@ def _chat_message(response: dict[str, Any]) -> tuple[dict[str, Any], Any]:
             if isinstance(delta.get("content"), str):
                 text.append(delta["content"])
             for part in delta.get("tool_calls") or ():
-                _tool_delta(tools.setdefault(part.get("index", 0), {"function": {"name": "", "arguments": ""}}), part)
+                _tool_delta(
+                    tools.setdefault(
+                        part.get("index", 0), {"function": {"name": "", "arguments": ""}}
+                    ),
+                    part,
+                )
     message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
     if tools:
         message["tool_calls"] = [tools[index] for index in sorted(tools)]
@@ -105,15 +124,20 @@ def _tool_delta(call: dict[str, Any], part: dict[str, Any]) -> None:
     call["function"]["arguments"] += function.get("arguments") or ""
 
 
-def _responses(calls: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> tuple[list[Any], list[Any]]:
+def _responses(
+    calls: list[tuple[str, dict[str, Any], dict[str, Any]]],
+) -> tuple[list[Any], list[Any]]:
     """Responses: each response's output items, then the ``*_call_output`` items of the next requests."""
     history: list[Any] = []
     usages: list[Any] = []
     asked: set[Any] = set()
     for _, body, response in calls:
-        history += _answers(body.get("input"), asked,
-                            lambda i: [i] if str(i.get("type", "")).endswith("_call_output") else [],
-                            lambda i: i.get("call_id"))
+        history += _answers(
+            body.get("input"),
+            asked,
+            lambda i: [i] if str(i.get("type", "")).endswith("_call_output") else [],
+            lambda i: i.get("call_id"),
+        )
         whole = response.get("body") if "body" in response else _completed(response)
         whole = whole if isinstance(whole, dict) else {}
         output = [item for item in whole.get("output") or () if isinstance(item, dict)]
@@ -135,13 +159,17 @@ def _completed(response: dict[str, Any]) -> dict[str, Any]:
     return whole if whole.get("output") else {**whole, "output": done}
 
 
-def _anthropic(calls: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> tuple[list[Any], list[Any]]:
+def _anthropic(
+    calls: list[tuple[str, dict[str, Any], dict[str, Any]]],
+) -> tuple[list[Any], list[Any]]:
     """Anthropic Messages: each response's content, then the ``tool_result`` blocks of the next requests."""
     history: list[Any] = []
     usages: list[Any] = []
     asked: set[Any] = set()
     for _, body, response in calls:
-        results = _answers(body.get("messages"), asked, _result_blocks, lambda b: b.get("tool_use_id"))
+        results = _answers(
+            body.get("messages"), asked, _result_blocks, lambda b: b.get("tool_use_id")
+        )
         if results:
             history.append({"role": "user", "content": results})
         message = response.get("body") if "body" in response else _message(response)
@@ -149,7 +177,9 @@ def _anthropic(calls: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> tuple
         content: list[Any] = message["content"] if isinstance(message.get("content"), list) else []
         history.append({"role": "assistant", "content": content})
         usages.append(message.get("usage"))
-        asked |= {block.get("id") for block in content if isinstance(block, dict) and block.get("id")}
+        asked |= {
+            block.get("id") for block in content if isinstance(block, dict) and block.get("id")
+        }
     return history, usages
 
 
@@ -158,7 +188,9 @@ def _result_blocks(message: dict[str, Any]) -> list[Any]:
     content = message.get("content") if message.get("role") == "user" else None
     if not isinstance(content, list):
         return []
-    return [block for block in content if isinstance(block, dict) and block.get("type") == "tool_result"]
+    return [
+        block for block in content if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
 
 
 def _message(response: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +204,11 @@ def _message(response: dict[str, Any]) -> dict[str, Any]:
             usage.update(data["message"].get("usage") or {})
         elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
             blocks[index] = dict(data["content_block"])
-        elif kind == "content_block_delta" and isinstance(data.get("delta"), dict) and index in blocks:
+        elif (
+            kind == "content_block_delta"
+            and isinstance(data.get("delta"), dict)
+            and index in blocks
+        ):
             delta = data["delta"]
             if delta.get("type") == "text_delta":
                 blocks[index]["text"] = blocks[index].get("text", "") + str(delta.get("text", ""))
@@ -202,7 +238,11 @@ def _answers(items: Any, asked: set[Any], pick: Any, key: Any) -> list[Any]:
 
 def _data(response: dict[str, Any]) -> list[dict[str, Any]]:
     """The JSON objects a streamed response's events carry."""
-    return [event["data"] for event in response.get("events") or () if isinstance(event.get("data"), dict)]
+    return [
+        event["data"]
+        for event in response.get("events") or ()
+        if isinstance(event.get("data"), dict)
+    ]
 
 
 _HISTORIES = {"openai": _chat, "openai-responses": _responses, "anthropic": _anthropic}

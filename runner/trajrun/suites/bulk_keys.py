@@ -27,7 +27,11 @@ def bulk_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, out: dict[str, A
     if "each" in value:
         out["each"] = ctx.choice(value["each"], EACH, (*path, "each"), "each (what one record is)")
         if "file" not in value:
-            ctx.error((*path, "each"), "each reads every record of files; it applies to a file source only", key=True)
+            ctx.error(
+                (*path, "each"),
+                "each reads every record of files; it applies to a file source only",
+                key=True,
+            )
         if "record" in value:
             ctx.error((*path, "record"), "record picks one line, but each reads every record; remove record, or "
                                          "each to check one run", key=True)  # fmt: skip
@@ -38,7 +42,9 @@ def bulk_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, out: dict[str, A
         ctx.error((*path, "file"), f"file is {what} ({written!r}), which names many records, but a case without "
                                    "`each` reads one run; add each: record (every JSONL line), each: file (every "
                                    "file) or each: trace (every OpenTelemetry trace)")  # fmt: skip
-    if "id" in value and ctx.check(value["id"], str, (*path, "id"), "id must be a JSONPath naming each record"):
+    if "id" in value and ctx.check(
+        value["id"], str, (*path, "id"), "id must be a JSONPath naming each record"
+    ):
         if problem := jsonpath_problem(value["id"]):
             ctx.error((*path, "id"), f"invalid JSONPath {value['id']!r}: {problem}")
         elif "each" not in value:
@@ -65,4 +71,3 @@ def bulk_problems(source: Source) -> list[SuiteError]:
     if expand(str(source.file)):
         return []
     return [SuiteError(f"source file pattern {source.file} matches no file", source.loc)]
-

@@ -26,7 +26,18 @@ from .golden import golden_outside
 from .model import Case, Source
 from .source_keys import parse_source
 
-ASSERTING = ("steps", "golden", "never", "before", "calls", "budget", "nodes", "answer", "judge", "latency")
+ASSERTING = (
+    "steps",
+    "golden",
+    "never",
+    "before",
+    "calls",
+    "budget",
+    "nodes",
+    "answer",
+    "judge",
+    "latency",
+)
 JUDGE_KEYS = ("rubric", "reference", "threshold", "model")
 COUNTING_KEYS = ("steps", "golden", "calls", "never", "budget")
 """The checks ``failed_calls: ignore`` leaves failed calls out of."""
@@ -35,21 +46,37 @@ COUNTING_KEYS = ("steps", "golden", "calls", "never", "budget")
 class CaseBuilder:
     """One rendered case to a ``Case`` model, every problem reported at its path."""
 
-    def __init__(self, ctx: Ctx, case: dict[str, Any], name: str, folder: Path,
-                 golden_root: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Ctx,
+        case: dict[str, Any],
+        name: str,
+        folder: Path,
+        golden_root: str | Path | None = None,
+    ) -> None:
         self.ctx, self.case, self.name, self.folder = ctx, case, name, folder
         self.golden_root = golden_root
 
     def build(self, suite_tags: tuple[str, ...], misspelt: bool = False) -> Case:
         """The case model (``misspelt``: an unknown key was reported, so no "asserts nothing" on top)."""
         case, ctx = self.case, self.ctx
-        source = parse_source(case["source"], ("source",), ctx, self.folder) if "source" in case else None
+        source = (
+            parse_source(case["source"], ("source",), ctx, self.folder)
+            if "source" in case
+            else None
+        )
         if "source" not in case:
-            ctx.error((), f"case '{self.name}' has no source: add `source:` (a file path, or a map with file, "
-                          "messages, command or python), or set one in defaults")
+            ctx.error(
+                (),
+                f"case '{self.name}' has no source: add `source:` (a file path, or a map with file, "
+                "messages, command or python), or set one in defaults",
+            )
         if not misspelt and not any(key in case for key in ASSERTING):
-            ctx.error((), f"case '{self.name}' asserts nothing: add steps, golden, never, before, calls, budget, "
-                          "nodes, answer, judge or latency")
+            ctx.error(
+                (),
+                f"case '{self.name}' asserts nothing: add steps, golden, never, before, calls, budget, "
+                "nodes, answer, judge or latency",
+            )
         tags = suite_tags + (ctx.names(case["tags"], ("tags",), "tags") if "tags" in case else ())
         check_bulk_case(case, source, ctx)
         return Case(
@@ -74,10 +101,16 @@ class CaseBuilder:
             steps = parse_steps(case["steps"], ("steps",), ctx, check_names=True)
         threshold = self._share("threshold", None)
         if threshold is not None and "steps" not in case and "golden" not in case:
-            ctx.error(("threshold",), "threshold scores the steps, but this case has no steps or golden file", key=True)
+            ctx.error(
+                ("threshold",),
+                "threshold scores the steps, but this case has no steps or golden file",
+                key=True,
+            )
         mode = self._choice("mode", MODES, MODE_MEANINGS, "match mode") or "strict"
         self._check_groups(mode)
-        args_mode = self._choice("args_mode", ARGS_MODES, ARGS_MODE_MEANINGS, "argument rule") or "exact"
+        args_mode = (
+            self._choice("args_mode", ARGS_MODES, ARGS_MODE_MEANINGS, "argument rule") or "exact"
+        )
         return Expectation(
             steps=steps,
             mode=mode,  # type: ignore[arg-type]
@@ -101,9 +134,13 @@ class CaseBuilder:
         meanings = FAILED_CALLS_MEANINGS
         rule = self._choice("failed_calls", FAILED_CALLS, meanings, "failed_calls") or "count"
         if rule == "ignore" and not any(key in self.case for key in COUNTING_KEYS):
-            self.ctx.error(("failed_calls",), "failed_calls: ignore leaves failed calls out of "
-                                              "steps, golden, calls, never and budget, but this "
-                                              "case has none of them; remove it", key=True)
+            self.ctx.error(
+                ("failed_calls",),
+                "failed_calls: ignore leaves failed calls out of "
+                "steps, golden, calls, never and budget, but this "
+                "case has none of them; remove it",
+                key=True,
+            )
         return rule
 
     def _judge(self) -> JudgeSpec | None:
@@ -111,28 +148,50 @@ class CaseBuilder:
         if "judge" not in self.case:
             return None
         ctx, value = self.ctx, self.case["judge"]
-        if not ctx.check(value, dict, ("judge",), "judge must be a map with `rubric` (and optionally reference, "
-                                                  "threshold, model)"):
+        if not ctx.check(
+            value,
+            dict,
+            ("judge",),
+            "judge must be a map with `rubric` (and optionally reference, threshold, model)",
+        ):
             return None
         value = ctx.keys(value, JUDGE_KEYS, ("judge",), "in judge")
         rubric = value.get("rubric")
         if "rubric" not in value:
-            ctx.error(("judge",), "judge needs a `rubric`: what the judge model scores the run against")
-        elif ctx.check(rubric, str, ("judge", "rubric"), "rubric must be text") and not rubric.strip():
+            ctx.error(
+                ("judge",), "judge needs a `rubric`: what the judge model scores the run against"
+            )
+        elif (
+            ctx.check(rubric, str, ("judge", "rubric"), "rubric must be text")
+            and not rubric.strip()
+        ):
             ctx.error(("judge", "rubric"), "rubric is empty; say what a good run does")
         reference = value.get("reference", False)
-        if not ctx.check(reference, bool, ("judge", "reference"), "reference must be true or false"):
+        if not ctx.check(
+            reference, bool, ("judge", "reference"), "reference must be true or false"
+        ):
             reference = False
         elif reference and "steps" not in self.case and "golden" not in self.case:
-            ctx.error(("judge", "reference"), "reference: true shows the judge the expected steps, but this case "
-                                              "has no steps or golden file; add steps or remove reference", key=True)
+            ctx.error(
+                ("judge", "reference"),
+                "reference: true shows the judge the expected steps, but this case "
+                "has no steps or golden file; add steps or remove reference",
+                key=True,
+            )
         threshold = _share_of(value, "threshold", ("judge", "threshold"), ctx)
         model = value.get("model")
-        if "model" in value and not ctx.check(model, str, ("judge", "model"), "model must be a model name"):
+        if "model" in value and not ctx.check(
+            model, str, ("judge", "model"), "model must be a model name"
+        ):
             model = None
         alone = not any(key in self.case for key in ASSERTING if key != "judge")
-        return JudgeSpec(rubric if isinstance(rubric, str) else "", reference, 0.5 if threshold is None else threshold,
-                         model, alone)
+        return JudgeSpec(
+            rubric if isinstance(rubric, str) else "",
+            reference,
+            0.5 if threshold is None else threshold,
+            model,
+            alone,
+        )
 
     def _check_groups(self, mode: str) -> None:
         """``parallel`` groups speak of turns, which only the ordered modes check."""
@@ -141,19 +200,30 @@ class CaseBuilder:
             return
         for i, item in enumerate(steps):
             if isinstance(item, dict) and len(item) == 1 and isinstance(item.get("parallel"), list):
-                self.ctx.error(("steps", i, "parallel"), f"parallel groups need mode strict or in_order (they check that "
-                               f"calls share a turn); mode '{mode}' ignores turns — list the steps without `parallel`",
-                               key=True)
+                self.ctx.error(
+                    ("steps", i, "parallel"),
+                    f"parallel groups need mode strict or in_order (they check that "
+                    f"calls share a turn); mode '{mode}' ignores turns — list the steps without `parallel`",
+                    key=True,
+                )
                 return
 
-    def _choice(self, key: str, choices: tuple[str, ...], meanings: dict[str, str], what: str) -> str | None:
+    def _choice(
+        self, key: str, choices: tuple[str, ...], meanings: dict[str, str], what: str
+    ) -> str | None:
         """A key whose value is one of fixed names (``mode``, ``args_mode``, ``failed_calls``)."""
-        return named_rule(self.case[key], choices, meanings, (key,), self.ctx, what) if key in self.case else None
+        return (
+            named_rule(self.case[key], choices, meanings, (key,), self.ctx, what)
+            if key in self.case
+            else None
+        )
 
     def _share(self, key: str, default: float | None) -> float | None:
         """A number from 0 to 1 (``threshold``, ``pass_rate``)."""
         value = self.case.get(key, default)
-        if key in self.case and self.ctx.check(value, (int, float), (key,), f"{key} must be a number from 0 to 1"):
+        if key in self.case and self.ctx.check(
+            value, (int, float), (key,), f"{key} must be a number from 0 to 1"
+        ):
             if not 0 <= value <= 1:
                 self.ctx.error((key,), f"{key} must be from 0 to 1, found {value}")
             return float(value)
@@ -168,11 +238,18 @@ class CaseBuilder:
             return ()
         pairs = []
         for i, pair in enumerate(value):
-            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) and p for p in pair):
+            if (
+                isinstance(pair, list)
+                and len(pair) == 2
+                and all(isinstance(p, str) and p for p in pair)
+            ):
                 pairs.append((pair[0], pair[1]))
             else:
-                self.ctx.error(("before", i), f"each before entry is a pair [a, b] of tool names (some call of a "
-                                              f"comes before some call of b); found {kind(pair)}")
+                self.ctx.error(
+                    ("before", i),
+                    f"each before entry is a pair [a, b] of tool names (some call of a "
+                    f"comes before some call of b); found {kind(pair)}",
+                )
         return tuple(pairs)
 
     def _nodes(self) -> tuple[tuple[str, ...], ...] | None:
@@ -180,14 +257,20 @@ class CaseBuilder:
         if "nodes" not in self.case:
             return None
         value = self.case["nodes"]
-        if not self.ctx.check(value, list, ("nodes",), "nodes must be a list of turns, each a list of node names"):
+        if not self.ctx.check(
+            value, list, ("nodes",), "nodes must be a list of turns, each a list of node names"
+        ):
             return None
-        return tuple(self.ctx.names(turn, ("nodes", i), "each turn of nodes") for i, turn in enumerate(value))
+        return tuple(
+            self.ctx.names(turn, ("nodes", i), "each turn of nodes") for i, turn in enumerate(value)
+        )
 
     def _golden(self) -> Path | None:
         """The golden file, resolved against the suite's folder; it must lie inside the project (it gets written)."""
         value = self.case.get("golden")
-        if "golden" not in self.case or not self.ctx.check(value, str, ("golden",), "golden must be a file path"):
+        if "golden" not in self.case or not self.ctx.check(
+            value, str, ("golden",), "golden must be a file path"
+        ):
             return None
         if problem := golden_outside(self.folder / value, self.folder, self.golden_root):
             self.ctx.error(("golden",), problem)
@@ -200,18 +283,31 @@ class CaseBuilder:
             return None
         if value is True:
             return ""
-        return value if self.ctx.check(value, str, (key,), f"{key} must be a reason (text) or true") else None
+        return (
+            value
+            if self.ctx.check(value, str, (key,), f"{key} must be a reason (text) or true")
+            else None
+        )
 
     def _requires(self) -> tuple[str, ...]:
         """``requires``: extras (``trajrun[otel]``) and modules without which the case is skipped."""
         value = self.case.get("requires", [])
-        if not self.ctx.check(value, list, ("requires",), "requires must be a list of extras such as 'trajrun[otel]' "
-                                                          "and Python module names"):
+        if not self.ctx.check(
+            value,
+            list,
+            ("requires",),
+            "requires must be a list of extras such as 'trajrun[otel]' and Python module names",
+        ):
             return ()
         good = []
         for i, item in enumerate(value):
-            problem = requirement_problem(item) if isinstance(item, str) else (
-                f"expected an extra such as 'trajrun[otel]' or a Python module name, found {kind(item)}")
+            problem = (
+                requirement_problem(item)
+                if isinstance(item, str)
+                else (
+                    f"expected an extra such as 'trajrun[otel]' or a Python module name, found {kind(item)}"
+                )
+            )
             if problem:
                 self.ctx.error(("requires", i), problem)
             else:
@@ -224,14 +320,20 @@ class CaseBuilder:
             return None
         count = self.ctx.count(self.case["repeat"], ("repeat",), "repeat", least=1)
         if source is not None and not source.live:
-            self.ctx.error(("repeat",), "repeat runs a live source several times, but this case reads a recorded "
-                                        "run; use a command or python source, or remove repeat", key=True)
+            self.ctx.error(
+                ("repeat",),
+                "repeat runs a live source several times, but this case reads a recorded "
+                "run; use a command or python source, or remove repeat",
+                key=True,
+            )
         return count
 
 
 def _share_of(value: dict[str, Any], key: str, path: KeyPath, ctx: Ctx) -> float | None:
     """A number from 0 to 1 under ``key`` of a map, or None (absent or reported)."""
-    if key not in value or not ctx.check(value[key], (int, float), path, f"{key} must be a number from 0 to 1"):
+    if key not in value or not ctx.check(
+        value[key], (int, float), path, f"{key} must be a number from 0 to 1"
+    ):
         return None
     if not 0 <= value[key] <= 1:
         ctx.error(path, f"{key} must be from 0 to 1, found {value[key]}")
@@ -243,20 +345,34 @@ def judge_settings(value: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     """The checked fields of ``judge_defaults``."""
     out: dict[str, Any] = {}
     for key in ("model", "base_url", "api_key", "api_key_env"):
-        if key in value and ctx.check(value[key], str, ("judge_defaults", key), f"{key} must be text"):
+        if key in value and ctx.check(
+            value[key], str, ("judge_defaults", key), f"{key} must be text"
+        ):
             out[key] = value[key]
     _check_key_route(out, ctx)
-    if "timeout" in value and ctx.check(value["timeout"], (int, float), ("judge_defaults", "timeout"),
-                                        "timeout must be seconds"):
+    if "timeout" in value and ctx.check(
+        value["timeout"], (int, float), ("judge_defaults", "timeout"), "timeout must be seconds"
+    ):
         if value["timeout"] > 0:
             out["timeout"] = float(value["timeout"])
         else:
-            ctx.error(("judge_defaults", "timeout"), f"timeout must be above 0 seconds, found {value['timeout']}")
-    retries = ctx.count(value["retries"], ("judge_defaults", "retries"), "retries") if "retries" in value else None
+            ctx.error(
+                ("judge_defaults", "timeout"),
+                f"timeout must be above 0 seconds, found {value['timeout']}",
+            )
+    retries = (
+        ctx.count(value["retries"], ("judge_defaults", "retries"), "retries")
+        if "retries" in value
+        else None
+    )
     if retries is not None:
         out["retries"] = retries
-    if "temperature" in value and ctx.check(value["temperature"], (int, float), ("judge_defaults", "temperature"),
-                                            "temperature must be a number"):
+    if "temperature" in value and ctx.check(
+        value["temperature"],
+        (int, float),
+        ("judge_defaults", "temperature"),
+        "temperature must be a number",
+    ):
         out["temperature"] = float(value["temperature"])
     return out
 
@@ -269,9 +385,12 @@ def _check_key_route(out: dict[str, Any], ctx: Ctx) -> None:
 
     name = out.get("api_key_env")
     if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        ctx.error(("judge_defaults", "api_key_env"), "api_key_env must be the name of an environment variable "
-                                                     "(letters, digits and _), such as JUDGE_API_KEY; is the key "
-                                                     "itself written there?")
+        ctx.error(
+            ("judge_defaults", "api_key_env"),
+            "api_key_env must be the name of an environment variable "
+            "(letters, digits and _), such as JUDGE_API_KEY; is the key "
+            "itself written there?",
+        )
         del out["api_key_env"]
     if name is not None and "api_key" in out:
         ctx.error(("judge_defaults", "api_key_env"), "set api_key_env or api_key, not both")
@@ -280,13 +399,19 @@ def _check_key_route(out: dict[str, Any], ctx: Ctx) -> None:
         return
     host = _http_host(url)
     if host is None:
-        ctx.error(("judge_defaults", "base_url"), "base_url must be an http:// or https:// URL with a host, in "
-                                                  "ASCII without spaces, such as http://localhost:8000/v1")
+        ctx.error(
+            ("judge_defaults", "base_url"),
+            "base_url must be an http:// or https:// URL with a host, in "
+            "ASCII without spaces, such as http://localhost:8000/v1",
+        )
     elif name is None and "api_key" not in out and not _loopback(host):
-        ctx.error(("judge_defaults", "base_url"), "a suite that sets its own base_url must name the variable "
-                                                  "that holds its key: add `api_key_env: MY_KEY` (OPENAI_API_KEY "
-                                                  "goes only to OPENAI_BASE_URL or the OpenAI API, never to a "
-                                                  "URL a suite picks; a server on this machine needs no key)")
+        ctx.error(
+            ("judge_defaults", "base_url"),
+            "a suite that sets its own base_url must name the variable "
+            "that holds its key: add `api_key_env: MY_KEY` (OPENAI_API_KEY "
+            "goes only to OPENAI_BASE_URL or the OpenAI API, never to a "
+            "URL a suite picks; a server on this machine needs no key)",
+        )
 
 
 def _http_host(url: str) -> str | None:

@@ -21,7 +21,9 @@ def read_text(path: Path, file: str) -> str:
     try:
         return decode_utf8(path.read_bytes())
     except OSError as exc:
-        raise SuiteErrors([SuiteError(f"cannot read the file: {exc.strerror or exc}", Location(file))]) from None
+        raise SuiteErrors(
+            [SuiteError(f"cannot read the file: {exc.strerror or exc}", Location(file))]
+        ) from None
     except YamlProblem as exc:
         raise SuiteErrors([SuiteError(exc.message, _problem_loc(exc, file))]) from None
 
@@ -46,15 +48,22 @@ def raise_errors(errors: list[SuiteError]) -> None:
     """Raise every distinct error, in file order, when there is any."""
     unique = {str(e): e for e in errors}
     if unique:
-        ordered = sorted(unique.values(), key=lambda e: (e.loc.line, e.loc.column) if e.loc else (0, 0))
+        ordered = sorted(
+            unique.values(), key=lambda e: (e.loc.line, e.loc.column) if e.loc else (0, 0)
+        )
         raise SuiteErrors(ordered)
 
 
 class Ctx:
     """Reports errors at key paths of one document; ``origins`` maps path prefixes to where they were written."""
 
-    def __init__(self, file: str, marks: Marks, errors: list[SuiteError] | None = None,
-                 origins: dict[KeyPath, KeyPath] | None = None) -> None:
+    def __init__(
+        self,
+        file: str,
+        marks: Marks,
+        errors: list[SuiteError] | None = None,
+        origins: dict[KeyPath, KeyPath] | None = None,
+    ) -> None:
         self.file = file
         self.marks = marks
         self.errors: list[SuiteError] = [] if errors is None else errors
@@ -82,25 +91,40 @@ class Ctx:
         where = self.absolute(path)
         positions = self.marks.items(where)
         inside = any(len(p) > len(path) and p[: len(path)] == path for p in self.origins)
-        if positions is None or len(positions) != count or inside:  # not written as one list: item by item
+        if (
+            positions is None or len(positions) != count or inside
+        ):  # not written as one list: item by item
             return [self.loc((*path, i)) for i in range(count)]
-        head = format_path(where)  # each item's path is format_path((*where, i)): the head, then [i]
-        return [Location(self.file, line, column, f"{head}[{i}]") for i, (line, column) in enumerate(positions)]
+        head = format_path(
+            where
+        )  # each item's path is format_path((*where, i)): the head, then [i]
+        return [
+            Location(self.file, line, column, f"{head}[{i}]")
+            for i, (line, column) in enumerate(positions)
+        ]
 
     def error(self, path: KeyPath, message: str, key: bool = False) -> None:
         """Report one problem at ``path``."""
         self.errors.append(SuiteError(message, self.loc(path, key)))
 
-    def keys(self, value: dict[str, Any], allowed: Sequence[str], path: KeyPath, where: str) -> dict[str, Any]:
+    def keys(
+        self, value: dict[str, Any], allowed: Sequence[str], path: KeyPath, where: str
+    ) -> dict[str, Any]:
         """``value`` without its unknown keys, each reported with the nearest known key."""
         for key in value:
             if key not in allowed:
-                self.error((*path, key), f"unknown key '{key}' {where}{did_you_mean(key, allowed)}", key=True)
+                self.error(
+                    (*path, key),
+                    f"unknown key '{key}' {where}{did_you_mean(key, allowed)}",
+                    key=True,
+                )
         return {k: v for k, v in value.items() if k in allowed}
 
     def check(self, value: Any, types: type | tuple[type, ...], path: KeyPath, what: str) -> bool:
         """Whether ``value`` has one of ``types`` (booleans are never numbers); reports it if not."""
-        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in _tuple(types))
+        ok = isinstance(value, types) and not (
+            isinstance(value, bool) and bool not in _tuple(types)
+        )
         if not ok:
             self.error(path, f"{what}, found {kind(value)}")
         return ok
@@ -126,7 +150,11 @@ class Ctx:
         """A list of non-empty strings (tool names, tags)."""
         if not self.check(value, list, path, f"{what} must be a list of names"):
             return ()
-        good = [v for i, v in enumerate(value) if self.check(v, str, (*path, i), f"each of {what} must be a name")]
+        good = [
+            v
+            for i, v in enumerate(value)
+            if self.check(v, str, (*path, i), f"each of {what} must be a name")
+        ]
         return tuple(good)
 
     def compiled(self, value: Any, path: KeyPath) -> Any:

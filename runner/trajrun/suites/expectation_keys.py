@@ -24,8 +24,14 @@ from ..match.expectation import (
 from ..sources.documents import parse_jsonpath
 from ..yaml_core import Path
 from .document import Ctx
-from .step_names import (key_problem, long_name_problem, name_problem, not_a_name, slip_problem,
-                         slipped)
+from .step_names import (
+    key_problem,
+    long_name_problem,
+    name_problem,
+    not_a_name,
+    slip_problem,
+    slipped,
+)
 
 STEP_KEYS = ("name", "args", "args_mode", "result", "error")
 TOOL_KEYS = ("args_mode", "fields", "compare")
@@ -59,38 +65,67 @@ def _other_key(value: str, key: str, rule: str) -> str:
 MODE_MEANINGS = {
     # other tools' names, by meaning: agentevals/openevals (strict, unordered, subset, superset), ADK
     # (EXACT, IN_ORDER, ANY_ORDER); lower case, words joined by _ (see errors.did_you_mean)
-    **dict.fromkeys(("ordered", "order", "sequence", "sequential", "same_order", "exact_order", "strict_order"),
-                    _hint(MODE_WORDS, "strict", "in_order")),
-    **dict.fromkeys(("any_order", "anyorder", "any", "unsorted", "no_order", "orderless", "set", "bag", "multiset"),
-                    _hint(MODE_WORDS, "unordered", "superset")),
-    **dict.fromkeys(("equal", "equals", "same", "identical", "full", "complete", "exact_match", "match"),
-                    _hint(MODE_WORDS, "strict", "unordered")),
-    **dict.fromkeys(("contains", "contain", "includes", "include", "at_least", "partial"),
-                    _hint(MODE_WORDS, "superset", "in_order")),
+    **dict.fromkeys(
+        ("ordered", "order", "sequence", "sequential", "same_order", "exact_order", "strict_order"),
+        _hint(MODE_WORDS, "strict", "in_order"),
+    ),
+    **dict.fromkeys(
+        (
+            "any_order",
+            "anyorder",
+            "any",
+            "unsorted",
+            "no_order",
+            "orderless",
+            "set",
+            "bag",
+            "multiset",
+        ),
+        _hint(MODE_WORDS, "unordered", "superset"),
+    ),
+    **dict.fromkeys(
+        ("equal", "equals", "same", "identical", "full", "complete", "exact_match", "match"),
+        _hint(MODE_WORDS, "strict", "unordered"),
+    ),
+    **dict.fromkeys(
+        ("contains", "contain", "includes", "include", "at_least", "partial"),
+        _hint(MODE_WORDS, "superset", "in_order"),
+    ),
     **dict.fromkeys(("only", "at_most", "allowed", "within"), _hint(MODE_WORDS, "subset")),
     **dict.fromkeys(("subsequence", "in_sequence"), _hint(MODE_WORDS, "in_order")),
     "exact": f"{_other_key('exact', 'args_mode', 'a match mode')}: {_hint(MODE_WORDS, 'strict', 'in_order')}",
     "ignore": f"{_other_key('ignore', 'args_mode', 'a match mode')} (`args_mode: ignore` does not compare "
-              f"arguments); the match modes are {', '.join(MODE_WORDS)}",
+    f"arguments); the match modes are {', '.join(MODE_WORDS)}",
 }
 ARGS_MODE_MEANINGS = {
-    **dict.fromkeys(("equal", "equals", "eq", "same", "identical", "full", "exact_match", "match"),
-                    _hint(ARGS_MODE_WORDS, "exact")),
-    **dict.fromkeys(("any", "anything", "any_args", "none", "skip", "off", "disregard", "wildcard"),
-                    _hint(ARGS_MODE_WORDS, "ignore")),
-    **dict.fromkeys(("partial", "loose", "lenient", "relaxed", "fuzzy", "flexible"),
-                    _hint(ARGS_MODE_WORDS, "superset", "subset")),
-    **dict.fromkeys(("contains", "contain", "includes", "include", "at_least", "extra", "allow_extra"),
-                    _hint(ARGS_MODE_WORDS, "superset")),
+    **dict.fromkeys(
+        ("equal", "equals", "eq", "same", "identical", "full", "exact_match", "match"),
+        _hint(ARGS_MODE_WORDS, "exact"),
+    ),
+    **dict.fromkeys(
+        ("any", "anything", "any_args", "none", "skip", "off", "disregard", "wildcard"),
+        _hint(ARGS_MODE_WORDS, "ignore"),
+    ),
+    **dict.fromkeys(
+        ("partial", "loose", "lenient", "relaxed", "fuzzy", "flexible"),
+        _hint(ARGS_MODE_WORDS, "superset", "subset"),
+    ),
+    **dict.fromkeys(
+        ("contains", "contain", "includes", "include", "at_least", "extra", "allow_extra"),
+        _hint(ARGS_MODE_WORDS, "superset"),
+    ),
     **dict.fromkeys(("only", "at_most", "optional", "within"), _hint(ARGS_MODE_WORDS, "subset")),
     "strict": f"{_other_key('strict', 'mode', 'an argument rule')}: {_hint(ARGS_MODE_WORDS, 'exact')}",
-    **{name: f"{_other_key(name, 'mode', 'an argument rule')}; the argument rules are {', '.join(ARGS_MODES)}"
-       for name in ("unordered", "in_order")},
+    **{
+        name: f"{_other_key(name, 'mode', 'an argument rule')}; the argument rules are {', '.join(ARGS_MODES)}"
+        for name in ("unordered", "in_order")
+    },
 }
 
 
-def named_rule(value: Any, choices: tuple[str, ...], meanings: dict[str, str], path: Path, ctx: Ctx,
-               what: str) -> str | None:
+def named_rule(
+    value: Any, choices: tuple[str, ...], meanings: dict[str, str], path: Path, ctx: Ctx, what: str
+) -> str | None:
     """``value`` when it is one of ``choices`` (a ``mode`` or ``args_mode``); an unknown name is reported
     with the choice it means where ``meanings`` knows the name (other tools' names), else the nearest."""
     if isinstance(value, str) and value not in choices:
@@ -104,12 +139,15 @@ _LOOKS_LIKE_MAP = re.compile(r"^\s*[A-Za-z_][\w.-]*\s*:(\s|$)")
 """A quoted ``"tool: {args}"``: YAML made it a string, so the user meant a map."""
 
 
-def parse_steps(value: Any, path: Path, ctx: Ctx,
-                check_names: bool = False) -> tuple[Step, ...] | None:
+def parse_steps(
+    value: Any, path: Path, ctx: Ctx, check_names: bool = False
+) -> tuple[Step, ...] | None:
     """A list of expected steps, each in one of its forms; a ``parallel: [...]`` item is a group of
     steps whose calls happen in one turn, flattened here with a group number. ``check_names``:
     refuse tool names no provider allows (a suite's, not a golden file's: those are as recorded)."""
-    if not ctx.check(value, list, path, "steps must be a list of steps (tool names or {tool: args} maps)"):
+    if not ctx.check(
+        value, list, path, "steps must be a list of steps (tool names or {tool: args} maps)"
+    ):
         return None
     steps: list[Step] = []
     groups = 0
@@ -134,12 +172,18 @@ def _is_group(item: Any) -> bool:
 def _group(items: list[Any], path: Path, ctx: Ctx, check_names: bool) -> list[Step]:
     """The steps of one parallel group (at least two, none of them a group)."""
     if len(items) < 2:
-        ctx.error(path, f"a parallel group lists at least two steps whose calls happen in one turn; found "
-                        f"{len(items)} — write a single step without `parallel`")
+        ctx.error(
+            path,
+            f"a parallel group lists at least two steps whose calls happen in one turn; found "
+            f"{len(items)} — write a single step without `parallel`",
+        )
     steps = []
     for i, item in enumerate(items):
         if _is_group(item):
-            ctx.error((*path, i), "parallel groups do not nest: list the steps of the inner group in the outer one")
+            ctx.error(
+                (*path, i),
+                "parallel groups do not nest: list the steps of the inner group in the outer one",
+            )
             continue
         step = parse_step(item, (*path, i), ctx, check_names=check_names)
         if step is not None:
@@ -147,12 +191,15 @@ def _group(items: list[Any], path: Path, ctx: Ctx, check_names: bool) -> list[St
     return steps
 
 
-def parse_step(item: Any, path: Path, ctx: Ctx, loc: Location | None = None,
-               check_names: bool = False) -> Step | None:
+def parse_step(
+    item: Any, path: Path, ctx: Ctx, loc: Location | None = None, check_names: bool = False
+) -> Step | None:
     """A bare name, a one-key ``{tool: args}`` map, or the long form with ``name``; ``loc`` is where it was
     written, when known; ``check_names`` as in ``parse_steps``."""
     loc = ctx.loc(path) if loc is None else loc
-    if isinstance(item, dict) and len(item) == 1:  # the usual {tool: args}, unless it is the long form's {name: tool}
+    if (
+        isinstance(item, dict) and len(item) == 1
+    ):  # the usual {tool: args}, unless it is the long form's {name: tool}
         name, args = next(iter(item.items()))
         if name != "name" or not isinstance(args, str):
             if check_names and not_a_name(name):
@@ -160,8 +207,11 @@ def parse_step(item: Any, path: Path, ctx: Ctx, loc: Location | None = None,
                 return None
             return Step(name, _args(args, (*path, name), ctx, name), loc=loc)
     if isinstance(item, str) and _LOOKS_LIKE_MAP.match(item):
-        ctx.error(path, f"this step is the string {item!r} (the quotes make it one tool name); for a tool call "
-                        f"with arguments remove the quotes: `- {item.strip()}`")
+        ctx.error(
+            path,
+            f"this step is the string {item!r} (the quotes make it one tool name); for a tool call "
+            f"with arguments remove the quotes: `- {item.strip()}`",
+        )
         return None
     if isinstance(item, str) and check_names and not_a_name(item):
         ctx.error(path, name_problem(item))
@@ -175,15 +225,22 @@ def parse_step(item: Any, path: Path, ctx: Ctx, loc: Location | None = None,
     elif slipped(item):
         ctx.error(path, slip_problem(item))
     elif isinstance(item, dict) and len(item) > 1:
-        ctx.error(path, f"a step map has one key, the tool name ({{search: {{q: x}}}}); found keys "
-                        f"{', '.join(item)} — for the long form write `name: <tool>`")
+        ctx.error(
+            path,
+            f"a step map has one key, the tool name ({{search: {{q: x}}}}); found keys "
+            f"{', '.join(item)} — for the long form write `name: <tool>`",
+        )
     else:
-        ctx.error(path, f"a step is a tool name, a {{tool: args}} map or a long form with `name`; found {kind(item)}")
+        ctx.error(
+            path,
+            f"a step is a tool name, a {{tool: args}} map or a long form with `name`; found {kind(item)}",
+        )
     return None
 
 
-def _long_step(item: dict[str, Any], path: Path, ctx: Ctx, loc: Location,
-               check_names: bool) -> Step | None:
+def _long_step(
+    item: dict[str, Any], path: Path, ctx: Ctx, loc: Location, check_names: bool
+) -> Step | None:
     """The long form: ``name`` with optional ``args``, ``args_mode``, ``result`` and ``error``; its
     name may hold spaces (as some frameworks record names), not brackets."""
     if check_names and not_a_name(item["name"], spaces=False):
@@ -192,9 +249,13 @@ def _long_step(item: dict[str, Any], path: Path, ctx: Ctx, loc: Location,
     item = ctx.keys(item, STEP_KEYS, path, f"in step '{item['name']}'")
     mode = item.get("args_mode")
     if mode is not None:
-        mode = named_rule(mode, ARGS_MODES, ARGS_MODE_MEANINGS, (*path, "args_mode"), ctx, "argument rule")
+        mode = named_rule(
+            mode, ARGS_MODES, ARGS_MODE_MEANINGS, (*path, "args_mode"), ctx, "argument rule"
+        )
     error = item.get("error")
-    if error is not None and not ctx.check(error, bool, (*path, "error"), "error must be true or false"):
+    if error is not None and not ctx.check(
+        error, bool, (*path, "error"), "error must be true or false"
+    ):
         error = None
     return Step(
         name=item["name"],
@@ -214,7 +275,9 @@ def _args(value: Any, path: Path, ctx: Ctx, name: str) -> Any:
         return ANY_ARGS
     if isinstance(value, str):
         return value
-    if not ctx.check(value, dict, path, f"arguments of '{name}' must be a map, a string or null (any arguments)"):
+    if not ctx.check(
+        value, dict, path, f"arguments of '{name}' must be a map, a string or null (any arguments)"
+    ):
         return ANY_ARGS
     return ctx.compiled(value, path)
 
@@ -235,31 +298,49 @@ def _tool_rule(rule: Any, path: Path, ctx: Ctx, tool: str) -> ToolRule | None:
         return ToolRule(args_mode=mode, loc=loc) if mode else None  # type: ignore[arg-type]
     if isinstance(rule, list):
         if not rule:
-            ctx.error(path, f"the field list of '{tool}' is empty; list fields to compare, or write `{tool}: ignore`")
+            ctx.error(
+                path,
+                f"the field list of '{tool}' is empty; list fields to compare, or write `{tool}: ignore`",
+            )
             return None
         names = ctx.names(rule, path, f"the field list of '{tool}'")
         _check_jsonpaths([((*path, i), name) for i, name in enumerate(rule)], ctx, key=False)
         return ToolRule(fields={n: FieldRule() for n in names}, only_fields=True, loc=loc)
     if not isinstance(rule, dict) or not rule:
-        ctx.error(path, f"the rule for '{tool}' must be a rule name ({', '.join(ARGS_MODES)}), a list of fields, "
-                        f"or a map with args_mode, fields or compare; found {kind(rule)}")
+        ctx.error(
+            path,
+            f"the rule for '{tool}' must be a rule name ({', '.join(ARGS_MODES)}), a list of fields, "
+            f"or a map with args_mode, fields or compare; found {kind(rule)}",
+        )
         return None
-    return _tool_map(ctx.keys(rule, TOOL_KEYS, path, f"in tools entry '{tool}'"), path, ctx, tool, loc)
+    return _tool_map(
+        ctx.keys(rule, TOOL_KEYS, path, f"in tools entry '{tool}'"), path, ctx, tool, loc
+    )
 
 
-def _tool_map(rule: dict[str, Any], path: Path, ctx: Ctx, tool: str, loc: Location) -> ToolRule | None:
+def _tool_map(
+    rule: dict[str, Any], path: Path, ctx: Ctx, tool: str, loc: Location
+) -> ToolRule | None:
     """The map form of a ``tools`` entry."""
     compare = rule.get("compare")
     if compare is not None:
         beside = [k for k in ("args_mode", "fields") if k in rule]
         if beside:
-            ctx.error((*path, "compare"), f"compare replaces every other rule for '{tool}'; remove "
-                      f"{' and '.join(beside)} or compare", key=True)
+            ctx.error(
+                (*path, "compare"),
+                f"compare replaces every other rule for '{tool}'; remove "
+                f"{' and '.join(beside)} or compare",
+                key=True,
+            )
         if not (isinstance(compare, str) and _CALLABLE.match(compare)):
-            ctx.error((*path, "compare"), f"compare must be 'module:function', found {kind(compare)}")
+            ctx.error(
+                (*path, "compare"), f"compare must be 'module:function', found {kind(compare)}"
+            )
     mode = rule.get("args_mode")
     if mode is not None:
-        mode = named_rule(mode, ARGS_MODES, ARGS_MODE_MEANINGS, (*path, "args_mode"), ctx, "argument rule")
+        mode = named_rule(
+            mode, ARGS_MODES, ARGS_MODE_MEANINGS, (*path, "args_mode"), ctx, "argument rule"
+        )
     fields = _fields(rule["fields"], (*path, "fields"), ctx) if "fields" in rule else {}
     return ToolRule(args_mode=mode, fields=fields, compare=compare, loc=loc)  # type: ignore[arg-type]
 
@@ -284,7 +365,9 @@ def _field_rule(spec: Any, path: Path, ctx: Ctx) -> FieldRule | None:
     plain = tuple(k for k in FIELD_KINDS if k != "approx")
     if isinstance(spec, dict) and len(spec) == 1 and "approx" in spec:
         tol = spec["approx"]
-        if ctx.check(tol, (int, float), (*path, "approx"), "approx takes an absolute tolerance (a number)"):
+        if ctx.check(
+            tol, (int, float), (*path, "approx"), "approx takes an absolute tolerance (a number)"
+        ):
             if tol >= 0:
                 return FieldRule("approx", float(tol))
             ctx.error((*path, "approx"), f"the tolerance must not be negative, found {tol}")
@@ -293,7 +376,10 @@ def _field_rule(spec: Any, path: Path, ctx: Ctx) -> FieldRule | None:
         ctx.error(path, "approx needs a tolerance: write {approx: 0.01}")
         return None
     if isinstance(spec, dict):
-        ctx.error(path, f"a field comparator map is {{approx: tolerance}}; found keys {', '.join(spec) or 'none'}")
+        ctx.error(
+            path,
+            f"a field comparator map is {{approx: tolerance}}; found keys {', '.join(spec) or 'none'}",
+        )
         return None
     kind_ = ctx.choice(spec, plain + ("{approx: tol}",), path, "field comparator")
     return FieldRule(kind_) if kind_ in plain else None  # type: ignore[arg-type]
@@ -319,14 +405,18 @@ def jsonpath_problem(text: str) -> str | None:
 
 def parse_calls(value: Any, path: Path, ctx: Ctx) -> dict[str, CountBound]:
     """Per-tool call counts: ``{search: 2}`` (exactly) or ``{search: {min: 1, max: 2}}``."""
-    if not ctx.check(value, dict, path, "calls must be a map from tool name to a count or {min, max}"):
+    if not ctx.check(
+        value, dict, path, "calls must be a map from tool name to a count or {min, max}"
+    ):
         return {}
     out = {}
     for tool, spec in value.items():
         where = (*path, tool)
         if isinstance(spec, dict):
             spec = ctx.keys(spec, CALLS_KEYS, where, f"in calls entry '{tool}'")
-            low, high = (ctx.count(spec[k], (*where, k), k) if k in spec else None for k in CALLS_KEYS)
+            low, high = (
+                ctx.count(spec[k], (*where, k), k) if k in spec else None for k in CALLS_KEYS
+            )
             if not spec:
                 ctx.error(where, f"calls entry '{tool}' needs min, max or both")
             elif low is not None and high is not None and low > high:
@@ -340,7 +430,9 @@ def parse_calls(value: Any, path: Path, ctx: Ctx) -> dict[str, CountBound]:
 
 def parse_latency(value: Any, path: Path, ctx: Ctx) -> dict[str, float]:
     """Upper bounds in milliseconds: ``{tool: {max_ms: N}}``, and ``total`` for the whole run."""
-    if not ctx.check(value, dict, path, "latency must be a map of tool names (or total) to {max_ms: N}"):
+    if not ctx.check(
+        value, dict, path, "latency must be a map of tool names (or total) to {max_ms: N}"
+    ):
         return {}
     out = {}
     for name, bound in value.items():
@@ -351,8 +443,12 @@ def parse_latency(value: Any, path: Path, ctx: Ctx) -> dict[str, float]:
         limit = known.get("max_ms")
         if "max_ms" not in known:
             if len(known) == len(bound):  # a misspelt max_ms is reported as such already
-                ctx.error(where, f"latency of '{name}' needs max_ms, the most milliseconds it may take")
-        elif ctx.check(limit, (int, float), (*where, "max_ms"), "max_ms must be a number of milliseconds"):
+                ctx.error(
+                    where, f"latency of '{name}' needs max_ms, the most milliseconds it may take"
+                )
+        elif ctx.check(
+            limit, (int, float), (*where, "max_ms"), "max_ms must be a number of milliseconds"
+        ):
             if limit > 0:
                 out[str(name)] = float(limit)
             else:

@@ -13,7 +13,14 @@ from typing import Any, TypeVar
 import yaml
 
 from ..errors import Location, SuiteError, SuiteErrors, TrajrunError, kind
-from ..files import PROJECT_MARKERS, FileWriteError, atomic_write, folder_lock, project_root, special_kind
+from ..files import (
+    PROJECT_MARKERS,
+    FileWriteError,
+    atomic_write,
+    folder_lock,
+    project_root,
+    special_kind,
+)
 from ..match.expectation import Step
 from ..trajectory import ToolCall, Trajectory
 from ..yaml_core import is_core_plain_str
@@ -36,7 +43,9 @@ class _EscapingDumper(yaml.SafeDumper):
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     """Multi-line strings as literal blocks (``|``), which read best in a golden file."""
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+    return dumper.represent_scalar(
+        "tag:yaml.org,2002:str", value, style="|" if "\n" in value else None
+    )
 
 
 for _dumper in (_Dumper, _EscapingDumper):
@@ -58,7 +67,9 @@ def dump_steps(traj: Trajectory, parallel: bool = True) -> str:
     """
     steps = [_step(call.name, call.args, error) for call, error in _flags(traj)]
     if parallel:
-        steps = [{"parallel": group} if len(group) > 1 else group[0] for group in _by_turn(traj, steps)]
+        steps = [
+            {"parallel": group} if len(group) > 1 else group[0] for group in _by_turn(traj, steps)
+        ]
     if not steps:
         return "[]\n"
     try:
@@ -76,12 +87,22 @@ def _flags(traj: Trajectory) -> Iterator[tuple[ToolCall, bool | None]]:
 
 def _by_turn(traj: Trajectory, items: list[T]) -> list[list[T]]:
     """``items`` (one per call) cut where the turn changes: the calls of one turn together."""
-    return [[item for _, item in run] for _, run in groupby(zip(traj.calls, items), key=lambda pair: pair[0].turn)]
+    return [
+        [item for _, item in run]
+        for _, run in groupby(zip(traj.calls, items), key=lambda pair: pair[0].turn)
+    ]
 
 
 def _yaml_steps(steps: Any, dumper: type[yaml.SafeDumper]) -> str:
     """The steps as block-style YAML through ``dumper``."""
-    return yaml.dump(steps, Dumper=dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(
+        steps,
+        Dumper=dumper,
+        default_flow_style=False,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+    )
 
 
 def dump_yaml(data: Any) -> str:
@@ -113,7 +134,10 @@ def compact_steps(traj: Trajectory) -> str:
         items = [_compact(call.name, call.args, error) for call, error in _flags(traj)]
     except ValueError:
         return dump_steps(traj)
-    lines = [f"- {group[0]}" if len(group) == 1 else _compact_group(group) for group in _by_turn(traj, items)]
+    lines = [
+        f"- {group[0]}" if len(group) == 1 else _compact_group(group)
+        for group in _by_turn(traj, items)
+    ]
     return "\n".join(lines) + "\n" if lines else "[]\n"
 
 
@@ -124,7 +148,11 @@ def _compact_group(items: list[str]) -> str:
 
 def _compact(name: str, args: dict[str, Any] | str, error: bool | None = None) -> str:
     """One step as single-line YAML (``tool: {...}`` or a flow map); names that YAML would misread are quoted."""
-    key = name if _PLAIN_NAME.match(name) and is_core_plain_str(name) else json.dumps(name, ensure_ascii=False)
+    key = (
+        name
+        if _PLAIN_NAME.match(name) and is_core_plain_str(name)
+        else json.dumps(name, ensure_ascii=False)
+    )
     if isinstance(args, str):
         text = json.dumps(args, ensure_ascii=False)
     else:
@@ -140,7 +168,11 @@ def _compact(name: str, args: dict[str, Any] | str, error: bool | None = None) -
 def _step(name: str, args: dict[str, Any] | str, error: bool | None = None) -> dict[str, Any]:
     """One step in the form that reads back as exactly this call (with its error flag, when given)."""
     if error is not None:
-        return {"name": name, "args": args if isinstance(args, str) else _escape(args), "error": error}
+        return {
+            "name": name,
+            "args": args if isinstance(args, str) else _escape(args),
+            "error": error,
+        }
     if isinstance(args, str):
         return {"name": name, "args": args}
     if not_a_name(name):  # a name with a space (CrewAI, LangChain Tool) reads only in the long form
@@ -163,17 +195,28 @@ def load_golden(path: Path) -> tuple[Step, ...]:
     """The steps of a golden file (recorded or hand-written, matchers allowed). Raises ``SuiteErrors``."""
     if special := special_kind(path):
         # reading a FIFO or a device would hang or never end
-        raise SuiteErrors([SuiteError(f"cannot read the golden file: it is {special}, not a regular file",
-                                      Location(str(path)))])
+        raise SuiteErrors(
+            [
+                SuiteError(
+                    f"cannot read the golden file: it is {special}, not a regular file",
+                    Location(str(path)),
+                )
+            ]
+        )
     loaded, ctx = read_document(Path(path), str(path))
     if not isinstance(loaded.data, list):
-        ctx.error((), f"a golden file is a YAML list of steps (as `trajrun record` prints); found {kind(loaded.data)}")
+        ctx.error(
+            (),
+            f"a golden file is a YAML list of steps (as `trajrun record` prints); found {kind(loaded.data)}",
+        )
     steps = parse_steps(loaded.data, (), ctx) if isinstance(loaded.data, list) else None
     raise_errors(ctx.errors)
     return steps or ()
 
 
-def golden_outside(path: Path, suite_folder: Path, golden_root: str | os.PathLike[str] | None = None) -> str | None:
+def golden_outside(
+    path: Path, suite_folder: Path, golden_root: str | os.PathLike[str] | None = None
+) -> str | None:
     """Why golden file ``path`` may not be used, or None when it resolves inside the suite's project.
 
     The project is ``project_root(suite_folder)``; ``golden_root`` (``trajrun run --golden-root``) adds
@@ -186,10 +229,12 @@ def golden_outside(path: Path, suite_folder: Path, golden_root: str | os.PathLik
     if any(resolved.is_relative_to(root) for root in roots):
         return None
     widened = f" and outside --golden-root {roots[1]}" if len(roots) > 1 else ""
-    return (f"golden file {path} resolves to {resolved}, outside the suite's project {project} (the nearest "
-            f"folder up holding {' or '.join(PROJECT_MARKERS)}, else the suite's folder){widened}; move the "
-            "golden file into the project, or allow its folder with `trajrun run --golden-root DIR` "
-            "(pytest: --trajrun-golden-root DIR)")
+    return (
+        f"golden file {path} resolves to {resolved}, outside the suite's project {project} (the nearest "
+        f"folder up holding {' or '.join(PROJECT_MARKERS)}, else the suite's folder){widened}; move the "
+        "golden file into the project, or allow its folder with `trajrun run --golden-root DIR` "
+        "(pytest: --trajrun-golden-root DIR)"
+    )
 
 
 def write_golden(path: Path, text: str) -> None:
@@ -204,7 +249,9 @@ def write_golden(path: Path, text: str) -> None:
         with folder_lock(path.parent):
             atomic_write(path, lambda handle: handle.write(text.encode("utf-8")), "golden file")
     except OSError as exc:
-        raise TrajrunError(f"cannot write golden file {path}: {exc.strerror or exc}; the old file is unchanged; "
-                           "check that the folder is writable and run --update-golden again") from None
+        raise TrajrunError(
+            f"cannot write golden file {path}: {exc.strerror or exc}; the old file is unchanged; "
+            "check that the folder is writable and run --update-golden again"
+        ) from None
     except FileWriteError as exc:
         raise TrajrunError(f"{exc}; run --update-golden again") from None

@@ -115,5 +115,3 @@ class Suite:
     cases: tuple[Case, ...] = ()
     loc: Location = field(default_factory=lambda: Location(""))
     judge_defaults: JudgeSettings = field(default_factory=JudgeSettings)
-
-

@@ -16,11 +16,34 @@ from .document import Ctx
 from .expectation_keys import jsonpath_problem
 from .model import CAPTURES, DEFAULT_TIMEOUT, FORMATS, Source
 
-SOURCE_KEYS = ("file", "format", "select", "record", "messages", "command", "timeout", "python", "args", "thread",
-               "checkpoint", "capture", "cassette", "error_when", "traces", *BULK_KEYS)
+SOURCE_KEYS = (
+    "file",
+    "format",
+    "select",
+    "record",
+    "messages",
+    "command",
+    "timeout",
+    "python",
+    "args",
+    "thread",
+    "checkpoint",
+    "capture",
+    "cassette",
+    "error_when",
+    "traces",
+    *BULK_KEYS,
+)
 SOURCE_KINDS = ("file", "messages", "command", "python")
-_ONLY_WITH = {"record": ("file",), "timeout": ("command", "python"), "args": ("python",), "thread": ("file",),
-              "checkpoint": ("file",), "capture": ("command", "python"), "cassette": ("command", "python")}
+_ONLY_WITH = {
+    "record": ("file",),
+    "timeout": ("command", "python"),
+    "args": ("python",),
+    "thread": ("file",),
+    "checkpoint": ("file",),
+    "capture": ("command", "python"),
+    "cassette": ("command", "python"),
+}
 
 
 def parse_source(value: Any, path: KeyPath, ctx: Ctx, folder: Path) -> Source | None:
@@ -29,8 +52,11 @@ def parse_source(value: Any, path: KeyPath, ctx: Ctx, folder: Path) -> Source | 
     if isinstance(value, str) and value:
         return Source(file=folder / value, loc=loc)
     if not isinstance(value, dict):
-        ctx.error(path, f"source must be a file path or a map with file, messages, command or python; "
-                        f"found {kind(value)}")
+        ctx.error(
+            path,
+            f"source must be a file path or a map with file, messages, command or python; "
+            f"found {kind(value)}",
+        )
         return None
     value = ctx.keys(value, SOURCE_KEYS, path, "in source")
     kinds = [k for k in SOURCE_KINDS if k in value]
@@ -40,16 +66,22 @@ def parse_source(value: Any, path: KeyPath, ctx: Ctx, folder: Path) -> Source | 
         return None
     for key, needs in _ONLY_WITH.items():
         if key in value and not any(kind in value for kind in needs):
-            ctx.error((*path, key), f"{key} applies to a {' or '.join(needs)} source only", key=True)
+            ctx.error(
+                (*path, key), f"{key} applies to a {' or '.join(needs)} source only", key=True
+            )
     return Source(loc=loc, **_source_fields(value, path, ctx, folder))
 
 
 def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path) -> dict[str, Any]:
     """The checked fields of a source map."""
     out: dict[str, Any] = {}
-    texts = {"file": "file must be a path", "command": "command must be a shell command line",
-             "python": "python must be 'module:function'", "select": "select must be a JSONPath",
-             "cassette": "cassette must be a file path (cassettes/{case}.yaml)"}
+    texts = {
+        "file": "file must be a path",
+        "command": "command must be a shell command line",
+        "python": "python must be 'module:function'",
+        "select": "select must be a JSONPath",
+        "cassette": "cassette must be a file path (cassettes/{case}.yaml)",
+    }
     for key, what in texts.items():
         if key in value and ctx.check(value[key], str, (*path, key), what):
             out[key] = value[key]
@@ -62,21 +94,35 @@ def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path)
     if "format" in value:
         out["format"] = ctx.choice(value["format"], FORMATS, (*path, "format"), "format") or "auto"
     if "traces" in value:
-        out["traces"] = ctx.choice(value["traces"], TRACE_RULES, (*path, "traces"), "traces") or "auto"
+        out["traces"] = (
+            ctx.choice(value["traces"], TRACE_RULES, (*path, "traces"), "traces") or "auto"
+        )
         if "each" in value:
             ctx.error((*path, "traces"), "traces says how one run is read from several traces, but each reads "
                                          "every record alone (each: trace, every trace); remove traces",
                       key=True)  # fmt: skip
     if "record" in value:
-        out["record"] = ctx.count(value["record"], (*path, "record"), "record (a 1-based line)", least=1)
-    if "timeout" in value and ctx.check(value["timeout"], (int, float), (*path, "timeout"), "timeout must be seconds"):
+        out["record"] = ctx.count(
+            value["record"], (*path, "record"), "record (a 1-based line)", least=1
+        )
+    if "timeout" in value and ctx.check(
+        value["timeout"], (int, float), (*path, "timeout"), "timeout must be seconds"
+    ):
         out["timeout"] = float(value["timeout"]) if value["timeout"] > 0 else DEFAULT_TIMEOUT
         if value["timeout"] <= 0:
-            ctx.error((*path, "timeout"), f"timeout must be above 0 seconds, found {value['timeout']}")
-    if "args" in value and ctx.check(value["args"], dict, (*path, "args"), "args must be a map of keyword arguments"):
+            ctx.error(
+                (*path, "timeout"), f"timeout must be above 0 seconds, found {value['timeout']}"
+            )
+    if "args" in value and ctx.check(
+        value["args"], dict, (*path, "args"), "args must be a map of keyword arguments"
+    ):
         out["args"] = value["args"]
-    if "messages" in value and ctx.check(value["messages"], (list, dict), (*path, "messages"),
-                                         "messages must be a list of messages or a document map"):
+    if "messages" in value and ctx.check(
+        value["messages"],
+        (list, dict),
+        (*path, "messages"),
+        "messages must be a list of messages or a document map",
+    ):
         out["messages"] = value["messages"]
     _picking_fields(value, path, ctx, out)
     bulk_fields(value, path, ctx, out)
@@ -88,8 +134,11 @@ def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path)
 def _error_rule(value: Any, path: KeyPath, ctx: Ctx, out: dict[str, Any]) -> None:
     """``error_when``: what a failed call's result matches (a value or inline matcher), compiled."""
     if value is None:
-        ctx.error(path, "error_when is empty; give what a failed call's result matches, such as "
-                        "`error_when: {$regex: '^Error'}`")
+        ctx.error(
+            path,
+            "error_when is empty; give what a failed call's result matches, such as "
+            "`error_when: {$regex: '^Error'}`",
+        )
         return
     out["error_when"] = ctx.compiled(value, path)
 

@@ -34,14 +34,18 @@ def name_problem(text: str, meant: tuple[str, str | None] | None = None) -> str:
     spaces alone may be one a framework records: the long form takes it."""
     tool, args = meant or _meant(text)
     fixed = f"- {tool}" if args is None else f"- {tool}: {args}"
-    message = (f"{text!r} is not a tool name: tool names hold no spaces, brackets, braces or "
-               f"parentheses {_NO_PROVIDER}; did you mean `{fixed}`?")
+    message = (
+        f"{text!r} is not a tool name: tool names hold no spaces, brackets, braces or "
+        f"parentheses {_NO_PROVIDER}; did you mean `{fixed}`?"
+    )
     if _BRACKETS.search(text) or _meant(text)[1] is not None:  # a call written as text
         return message
     name = _flow_text(text)
     long = f"name: {name}" if args is None else f"{{name: {name}, args: {args}}}"
-    return (f"{message} (for a tool a framework records with spaces in its name, write the long "
-            f"form `- {long}`)")
+    return (
+        f"{message} (for a tool a framework records with spaces in its name, write the long "
+        f"form `- {long}`)"
+    )
 
 
 def key_problem(name: str, args: Any) -> str:
@@ -58,8 +62,10 @@ def long_name_problem(name: str, has_args: bool) -> str:
     """Why a long-form step's ``name`` is not a tool name (spaces are allowed there)."""
     tool, written = _meant(name)
     args = f" with `args: {written}`" if written is not None and not has_args else ""
-    return (f"{name!r} is not a tool name: tool names hold no brackets, braces or parentheses "
-            f"{_NO_PROVIDER}; did you mean `name: {tool}`{args}?")
+    return (
+        f"{name!r} is not a tool name: tool names hold no brackets, braces or parentheses "
+        f"{_NO_PROVIDER}; did you mean `name: {tool}`{args}?"
+    )
 
 
 def slipped(item: Any) -> bool:
@@ -75,9 +81,11 @@ def slip_problem(item: dict[Any, Any]) -> str:
     """The message for a ``slipped`` step, with its fixed form."""
     tool, *rest = item
     keys = ", ".join(map(str, item))
-    return (f"this step is one map of {len(item)} keys ({keys}): it looks like an indentation "
-            f"slip, the arguments of '{tool}' written at its indent; indent them under the tool "
-            f"name, or write `- {flow(tool)}: {flow({k: item[k] for k in rest})}`")
+    return (
+        f"this step is one map of {len(item)} keys ({keys}): it looks like an indentation "
+        f"slip, the arguments of '{tool}' written at its indent; indent them under the tool "
+        f"name, or write `- {flow(tool)}: {flow({k: item[k] for k in rest})}`"
+    )
 
 
 def _meant(text: str) -> tuple[str, str | None]:

@@ -12,7 +12,13 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping, Union
 
 from ..errors import SpecError, kind
-from ..match.expressions import TemplateLimit, compile_expression, environment, evaluate_expression, limited
+from ..match.expressions import (
+    TemplateLimit,
+    compile_expression,
+    environment,
+    evaluate_expression,
+    limited,
+)
 from ..match.matchers import quote_text
 from ..yaml_core import YamlProblem, load_text, resolve_plain
 
@@ -40,7 +46,9 @@ def parse_var(text: str) -> tuple[str, Any]:
     name, sep, raw = text.partition("=")
     name = name.strip()
     if not sep or not name.isidentifier():
-        raise ValueError(f"--var expects NAME=VALUE with NAME a variable name, found {text!r} (e.g. --var city=Paris)")
+        raise ValueError(
+            f"--var expects NAME=VALUE with NAME a variable name, found {text!r} (e.g. --var city=Paris)"
+        )
     if raw[:1] in ("'", '"'):
         try:
             loaded = load_text(raw).data
@@ -51,7 +59,9 @@ def parse_var(text: str) -> tuple[str, Any]:
     return name, resolve_plain(raw) if raw.strip() else raw
 
 
-def variables(suite_vars: Mapping[str, Any], cli_vars: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+def variables(
+    suite_vars: Mapping[str, Any], cli_vars: Mapping[str, Any], params: Mapping[str, Any]
+) -> dict[str, Any]:
     """The variables one case renders with: ``vars`` < ``--var`` < ``parametrize``, plus ``env``."""
     out: dict[str, Any] = {"env": _Environ(os.environ)}
     for layer in (suite_vars, cli_vars, params):
@@ -59,7 +69,9 @@ def variables(suite_vars: Mapping[str, Any], cli_vars: Mapping[str, Any], params
     return out
 
 
-def merge_defaults(defaults: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[dict[str, Any], dict[Path, Path]]:
+def merge_defaults(
+    defaults: Mapping[str, Any], case: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[Path, Path]]:
     """A case with its suite's ``defaults`` merged in, and where each merged value was written.
 
     ``tools``, ``calls`` and ``budget`` merge key by key (one level deep); ``tags`` add up
@@ -97,34 +109,50 @@ def expand_parametrize(spec: Any) -> list[list[tuple[str, Any]]]:
     """
     if isinstance(spec, dict):
         if not spec:
-            raise SpecError("parametrize is empty; give each variable a list of values ({city: [Paris, Tokyo]})")
+            raise SpecError(
+                "parametrize is empty; give each variable a list of values ({city: [Paris, Tokyo]})"
+            )
         for key, values in spec.items():
             if not isinstance(values, list) or not values:
-                raise SpecError(f"parametrize '{key}' must be a non-empty list of values, found {kind(values)}", (key,))
-        _check_count(math.prod(map(len, spec.values())), " × ".join(f"{len(v):,}" for v in spec.values()))
+                raise SpecError(
+                    f"parametrize '{key}' must be a non-empty list of values, found {kind(values)}",
+                    (key,),
+                )
+        _check_count(
+            math.prod(map(len, spec.values())), " × ".join(f"{len(v):,}" for v in spec.values())
+        )
         keys = list(spec)
         return [list(zip(keys, combo)) for combo in itertools.product(*spec.values())]
     if isinstance(spec, list) and spec:
         _check_count(len(spec), f"{len(spec):,} entries")
         for index, item in enumerate(spec):
             if not isinstance(item, dict) or not item:
-                raise SpecError(f"each parametrize entry must be a non-empty map of variables, found {kind(item)}", (index,))
+                raise SpecError(
+                    f"each parametrize entry must be a non-empty map of variables, found {kind(item)}",
+                    (index,),
+                )
         return [list(item.items()) for item in spec]
-    raise SpecError(f"parametrize must be a map of lists or a non-empty list of maps, found {kind(spec)}")
+    raise SpecError(
+        f"parametrize must be a map of lists or a non-empty list of maps, found {kind(spec)}"
+    )
 
 
 def _check_count(count: int, how: str) -> None:
     """Refuse a ``parametrize`` that would make more than ``MAX_CASES`` cases."""
     if count > MAX_CASES:
-        raise SpecError(f"parametrize would make {count:,} cases ({how}), above the limit of {MAX_CASES:,}; "
-                        "split it into several cases or suite files")
+        raise SpecError(
+            f"parametrize would make {count:,} cases ({how}), above the limit of {MAX_CASES:,}; "
+            "split it into several cases or suite files"
+        )
 
 
 def case_name(name: str, params: list[tuple[str, Any]]) -> str:
     """``name[k1=v1,k2=v2]`` for a parametrized case (values as YAML/JSON writes them)."""
     if not params:
         return name
-    shown = ",".join(f"{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in params)
+    shown = ",".join(
+        f"{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in params
+    )
     return f"{name}[{shown}]"
 
 
@@ -133,8 +161,13 @@ def has_templates(text: str) -> bool:
     return any(marker in text for marker in _TEMPLATE_MARKERS)
 
 
-def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path], bool],
-                errors: list[Any], path: Path = ()) -> Any:
+def render_tree(
+    value: Any,
+    variables: Mapping[str, Any],
+    skip: Callable[[Path], bool],
+    errors: list[Any],
+    path: Path = (),
+) -> Any:
     """Render every string value below ``value`` (never paths ``skip`` accepts), and of keys only a
     short-form step's (``"{{ tool }}": {q: x}``: the key is the tool name).
 
@@ -145,8 +178,12 @@ def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path],
         return value
     if isinstance(value, dict):
         rename = len(value) == 1 and _is_step(path)
-        return {(_render_name(k, variables, errors, path) if rename else k):
-                render_tree(v, variables, skip, errors, (*path, k)) for k, v in value.items()}
+        return {
+            (_render_name(k, variables, errors, path) if rename else k): render_tree(
+                v, variables, skip, errors, (*path, k)
+            )
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [render_tree(v, variables, skip, errors, (*path, i)) for i, v in enumerate(value)]
     if isinstance(value, str):
@@ -159,8 +196,12 @@ def render_tree(value: Any, variables: Mapping[str, Any], skip: Callable[[Path],
 
 def _is_step(path: Path) -> bool:
     """Whether ``path`` in a case is a step: ``steps[i]``, or ``steps[i].parallel[j]``."""
-    return (len(path) in (2, 4) and path[0] == "steps" and isinstance(path[1], int)
-            and (len(path) == 2 or (path[2] == "parallel" and isinstance(path[3], int))))
+    return (
+        len(path) in (2, 4)
+        and path[0] == "steps"
+        and isinstance(path[1], int)
+        and (len(path) == 2 or (path[2] == "parallel" and isinstance(path[3], int)))
+    )
 
 
 def _render_name(key: Any, variables: Mapping[str, Any], errors: list[Any], path: Path) -> Any:
@@ -202,10 +243,14 @@ def render_string(text: str, variables: Mapping[str, Any]) -> Any:
     except TemplateLimit as exc:
         raise _spec_error(f"template {quote_text(text)} stopped: {exc}") from None
     except RecursionError:
-        raise _spec_error(f"template {quote_text(text)} nests or recurses too deeply (past Python's recursion "
-                          "limit); simplify it") from None
+        raise _spec_error(
+            f"template {quote_text(text)} nests or recurses too deeply (past Python's recursion "
+            "limit); simplify it"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - any failure of a user's expression is reported, not raised
-        raise _spec_error(f"template {quote_text(text)} failed: {type(exc).__name__}: {exc}") from None
+        raise _spec_error(
+            f"template {quote_text(text)} failed: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 _NOT_NATIVE = object()
@@ -252,16 +297,20 @@ def _undefined(exc: Exception, text: str, variables: Mapping[str, Any]) -> Excep
     message = str(exc)
     env = _NO_ENV.search(message)
     if env:
-        return _spec_error(f"environment variable {env[1]} is not set (used in {quote_text(text)}); set it or give a "
-                           f"default: {{{{ env.get('{env[1]}', 'x') }}}}")
+        return _spec_error(
+            f"environment variable {env[1]} is not set (used in {quote_text(text)}); set it or give a "
+            f"default: {{{{ env.get('{env[1]}', 'x') }}}}"
+        )
     name = _UNDEFINED.match(message)
     if not name:
         return _spec_error(f"undefined value in {quote_text(text)}: {message}")
     known = [k for k in variables if k != "env"]
     hint = difflib.get_close_matches(name[1], known, n=1)
     suggestion = f" — did you mean '{hint[0]}'?" if hint else ""
-    return _spec_error(f"undefined variable '{name[1]}' in {quote_text(text)}{suggestion} "
-                       f"(define it in `vars`, pass --var {name[1]}=..., or list it in `parametrize`)")
+    return _spec_error(
+        f"undefined variable '{name[1]}' in {quote_text(text)}{suggestion} "
+        f"(define it in `vars`, pass --var {name[1]}=..., or list it in `parametrize`)"
+    )
 
 
 def _spec_error(message: str) -> Exception:
