@@ -12,18 +12,21 @@ from hypothesis import event, example, given
 from hypothesis import strategies as st
 from properties import PROPERTY
 from trajrun.errors import SourceError
-from trajrun.match.checks import OTHER_CHECKS
+from trajrun.match.checks import HOLDS, OTHER_CHECKS, Check, Findings
+from trajrun.match.callindex import CallIndex
 from trajrun.match.compatibility import Candidates
 from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import ANY_ARGS, MODES, UNSET, Budget, CountBound, Expectation, Step
 from trajrun.match.matchers import compile_value
+from trajrun.match.plan import Plan
 from trajrun.match.quick import quick_pass
 from trajrun.match.values import canon, compare_value, flat_match, is_flat, same_flat
 from trajrun.run.bulk_eval import BulkSpec, _Plan, _verdict
 from trajrun.sources import FORMATS, read_trajectory
-from trajrun.sources import anthropic, bedrock, gemini, graph, langchain, langgraph, native, openai_responses, otel
 from trajrun.sources.builder import Builder, NotThisFormat, _decode_all, decode_args
-from trajrun.sources.detect import _REFUSE_DOCS, _REFUSE_LISTS, _detect, _messages_of, _try_each
+from trajrun.sources.detect import _ORDER, _detect, _messages_of, _try_each
+from trajrun.sources.registry import MESSAGES as READS_MESSAGES
+from trajrun.sources.registry import READERS
 from trajrun.sources.records import Record, compile_path
 from trajrun.trajectory import ToolCall, Trajectory, Usage
 
@@ -161,11 +164,11 @@ KEYED = st.lists(st.tuples(st.sampled_from(["a", "b"]), st.one_of(
 @given(KEYED, st.sampled_from(["x", "y"]), st.sampled_from(["1", "a", "b"]))
 def test_unique_index_finds_the_calls_the_scan_finds(calls: list[tuple[str, Any, int]], key: str, value: str) -> None:
     """A step's calls holding a string value: the index of unique values (or its fallback) gives the tool's scan."""
-    cand = Candidates(Expectation(steps=(Step("a"),)), _run(calls))
+    index = CallIndex(_run(calls).calls)
     for name in ("a", "b"):
-        scanned = [pos for pos in cand.positions(name) if isinstance(cand.calls[pos].args, dict)
-                   and cand.calls[pos].args.get(key, None) == value]
-        assert cand._with_value(name, key, value, False) == scanned
+        scanned = [pos for pos in index.positions(name) if isinstance(index.calls[pos].args, dict)
+                   and index.calls[pos].args.get(key, None) == value]
+        assert index.with_value(name, key, value, False) == scanned
 
 
 def test_accepts_agrees_with_candidate_lists() -> None:
@@ -173,7 +176,7 @@ def test_accepts_agrees_with_candidate_lists() -> None:
     traj = _run([("a", {"x": 1, "y": "p"}, 0), ("a", {"x": 1.0}, 1), ("b", {"x": True}, 0), ("a", {"x": [1]}, 1)])
     steps = (Step("a", {"x": 1}), Step("a", {"x": 1, "y": "p"}), Step("b", {"x": 1}), Step("a", {"x": [1]}))
     for rule in ("exact", "superset", "subset", "ignore"):
-        cand = Candidates(Expectation(steps=steps, args_mode=rule), traj)  # type: ignore[arg-type]
+        cand = Candidates(Plan(Expectation(steps=steps, args_mode=rule)), CallIndex(traj.calls))  # type: ignore[arg-type]
         for i in range(len(steps)):
             assert [cand.accepts(i, p) for p in range(4)] == [cand.matches(i, p) for p in range(4)], (rule, i)
 
@@ -192,8 +195,6 @@ def test_reversed_ten_thousand_partial_calls_stay_linear() -> None:
         assert ev.passed == (mode != "strict")
 
 
-DOC_READERS = (otel, graph, langgraph, native)
-LIST_READERS = (anthropic, gemini, bedrock, openai_responses, langchain)
 ITEMS = st.sampled_from([
     {"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}, {"role": "user", "content": []},
     {"role": "user", "content": "go", "name": "ann"}, {"content": "go"}, {"role": "user", "content": {"parts": []}},
@@ -224,22 +225,19 @@ DOCS = st.one_of(st.lists(ITEMS, max_size=5), st.builds(lambda top, items: {**to
 
 
 @PROPERTY
-@given(DOCS)
+@given(st.one_of(DOCS, ITEMS))
 @example([{"role": "user", "content": "go"}, {"type": "message", "role": "assistant", "content": "hi"}])
 @example([{"role": "user", "content": "go"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "c",
                                                                                "name": "s", "input": {}}]}])
 def test_refusals_are_sure(doc: Any) -> None:
-    """A reader's ``refuses`` (of the document) or ``refuses_list`` (of its messages) is True only when its ``read``
-    refuses; detection skipping the readers that refuse agrees with trying each."""
-    for module in DOC_READERS:
-        if module.refuses(doc):
-            with pytest.raises(NotThisFormat):
-                module.read(doc, auto=True)
+    """A reader's ``refuses`` (of the document, or of its messages for a reader of messages) is True only when its
+    ``read`` refuses; detection skipping the readers that refuse agrees with trying each."""
     messages = _messages_of(doc)
-    for module in LIST_READERS:
-        if isinstance(messages, list) and module.refuses_list(messages):
+    for reader in READERS:
+        given = messages if reader.READS == READS_MESSAGES else doc
+        if reader.refuses(given):
             with pytest.raises(NotThisFormat):
-                module.read(messages, auto=True)
+                reader.read(given, auto=True)
     assert _detected(_detect, doc) == _detected(_try_each, doc)
 
 
@@ -252,10 +250,10 @@ def _detected(detect: Any, doc: Any) -> Any:
 
 
 def test_refusals_are_listed_in_detection_order() -> None:
-    """Detection's shortcut asks every reader before openai, in the order detection tries them."""
-    assert _REFUSE_DOCS == tuple(module.refuses for module in DOC_READERS)
-    assert _REFUSE_LISTS == tuple(module.refuses_list for module in LIST_READERS)
-    assert [module.FORMAT for module in (*DOC_READERS, *LIST_READERS)] == list(FORMATS[:-1])
+    """Detection's shortcut asks every reader, in the order detection tries them."""
+    assert [name for name, _, _ in _ORDER] == list(FORMATS)
+    assert [refuses for _, _, refuses in _ORDER] == [reader.refuses for reader in READERS]
+    assert [reads for _, reads, _ in _ORDER] == [reader.READS == READS_MESSAGES for reader in READERS]
 
 
 NAMES = st.sampled_from(["a", "b", "c"])
@@ -280,10 +278,10 @@ def test_reading_without_details_changes_no_bulk_record(messages: list[Any], ste
     with the quick pass."""
     expect = Expectation(steps=tuple(steps), mode=mode, never=tuple(never),  # type: ignore[arg-type]
                          budget=Budget(calls=calls))
-    assert not expect.reads_call_details
+    assert not Plan(expect).reads_details
     record = Record(1, {"id": "r", "messages": messages})
     spec = BulkSpec(expect, select="$.messages")
-    full = _Plan(compile_path("$.messages"), None, True, OTHER_CHECKS, None, None)  # no quick pass either
+    full = _Plan(compile_path("$.messages"), None, True, Plan(expect, OTHER_CHECKS), None, None)  # no quick pass either
     assert _verdict(spec, record, _Plan.of(spec)) == _verdict(spec, record, full)
 
 
@@ -311,10 +309,10 @@ def test_arguments_too_deep_and_ids_that_cannot_be_hashed_raise_nothing() -> Non
 def test_only_steps_with_args_result_or_error_read_call_details() -> None:
     """A step with args, a result or an error flag reads calls' details; names and the other checks do not."""
     for step in (Step("b", {"q": 1}), Step("b", result="ok"), Step("b", error=False)):
-        assert Expectation(steps=(Step("a"), step)).reads_call_details
+        assert Plan(Expectation(steps=(Step("a"), step))).reads_details
     checks = Expectation(steps=(Step("a"),), never=("b",), budget=Budget(calls=1), answer="done")
-    assert not checks.reads_call_details
-    assert not Expectation().reads_call_details
+    assert not Plan(checks).reads_details
+    assert not Plan(Expectation()).reads_details
 
 
 def _rarely(strategy: Any, absent: Any) -> Any:
@@ -349,8 +347,8 @@ def test_quick_pass_is_the_verdict_of_evaluate(case: dict[str, Any], calls: list
     expect = Expectation(**{**case, "steps": steps})
     bare = steps is None or (bool(steps) and all(s.args is ANY_ARGS for s in steps)
                              and expect.mode in ("unordered", "superset", "subset") and expect.threshold is None)
-    assert (quick_pass(expect) is not None) == bare
-    if quick_pass(expect) is not None:
+    assert (quick_pass(Plan(expect)) is not None) == bare
+    if quick_pass(Plan(expect)) is not None:
         event("quick passes" if _same_verdict(expect, calls, usage, answer) else "quick fails")
 
 
@@ -383,7 +381,7 @@ def test_quick_pass_of_each_check_is_the_verdict_of_evaluate() -> None:
 def _same_verdict(expect: Expectation, calls: list[tuple[str, int]], usage: Usage | None, answer: str | None) -> bool:
     """The quick test of ``expect`` on a run of ``(name, turn)`` calls gives the verdict of ``evaluate``, and a pass
     its score; returns the verdict."""
-    quick = quick_pass(expect)
+    quick = quick_pass(Plan(expect))
     assert quick is not None
     run = tuple(ToolCall(name, {}, turn=turn, position=i) for i, (name, turn) in enumerate(calls))
     traj, (passes, score) = Trajectory(run, max((turn for _, turn in calls), default=0) + 1, usage, answer), quick
@@ -391,3 +389,19 @@ def _same_verdict(expect: Expectation, calls: list[tuple[str, int]], usage: Usag
     assert passes(traj) == evaluation.passed
     assert not passes(traj) or score == evaluation.score
     return evaluation.passed
+
+
+def test_quick_pass_runs_a_check_it_does_not_know_as_it_is() -> None:
+    """A check the quick test cannot tell from names (a new one, or latency, nodes, answer) runs on the run as it is:
+    the quick test passes exactly the runs it passes."""
+
+    def one_turn(expect: Expectation, traj: Trajectory) -> Findings:
+        return HOLDS if traj.turns == 1 else Findings(errors=("more than one turn",))
+
+    plan = Plan(Expectation(steps=(Step("a"),), mode="superset"), (Check("one turn", one_turn, lambda e: True),))
+    quick = quick_pass(plan)
+    assert quick is not None
+    passes, score = quick
+    calls = (ToolCall("a", {}, turn=0, position=0),)
+    assert (passes(Trajectory(calls, 1)), passes(Trajectory(calls, 2)), score) == (True, False, 1.0)
+    assert evaluate(plan.expect, Trajectory(calls, 2), plan=plan).errors == ("more than one turn",)

@@ -156,8 +156,9 @@ SCALARS = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(
 
 
 def shaped(fmt: str) -> st.SearchStrategy[Any]:
-    """JSON values whose maps mostly use ``fmt``'s keys, nested a few levels."""
-    keys = st.sampled_from(KEYS[fmt]) | st.text(max_size=6)
+    """JSON values whose maps mostly use ``fmt``'s keys (every format's, for one not listed here), nested a few
+    levels."""
+    keys = st.sampled_from(KEYS.get(fmt) or sorted(set().union(*KEYS.values()))) | st.text(max_size=6)
     return st.recursive(
         SCALARS,
         lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=6),

@@ -11,6 +11,7 @@ from trajrun import yaml_core as yamlload
 from trajrun.errors import SuiteErrors
 from trajrun.match.expectation import ANY_ARGS, UNSET, Budget, CountBound, FieldRule
 from trajrun.match.values import Matcher
+from trajrun.sources import FORMATS
 from trajrun.suites.load import case_problems, load_suite
 
 DATA = Path(__file__).parent / "data"
@@ -348,6 +349,5 @@ cases:
     steps: [search]
 """)
     assert _errors(path).splitlines() == [
-        f"{path}:4:40: cases[0].source.format: unknown format 'xml'; expected one of auto, otel, graph, langgraph, "
-        "trajectory, anthropic, gemini, bedrock, openai-responses, langchain, openai"
+        f"{path}:4:40: cases[0].source.format: unknown format 'xml'; expected one of auto, {', '.join(FORMATS)}"
     ]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from trajrun.errors import SourceError
-from trajrun.sources import load_trajectory, read_trajectory
+from trajrun.sources import FORMATS, load_trajectory, read_trajectory
 
 SAMPLES = Path(__file__).parent / "data" / "samples"
 
@@ -31,11 +31,12 @@ def test_undetectable_document_is_one_line_and_keeps_every_reason() -> None:
     with pytest.raises(SourceError) as info:
         load_trajectory(path)
     assert str(info.value) == (
-        f"{path}: cannot tell the format of a list of 5 items: none of otel, graph, langgraph, trajectory, anthropic, "
-        "gemini, bedrock, openai-responses, langchain, openai fits; name the format with 'format:', or point 'select:' "
+        f"{path}: cannot tell the format of a list of 5 items: none of {', '.join(FORMATS)} fits; name the format "
+        "with 'format:', or point 'select:' "
         f"at the message list (run `trajrun show {path} -v` to see why each format does not fit)"
     )
-    assert info.value.reasons == (
+    assert [reason.split(":")[0] for reason in info.value.reasons] == list(FORMATS)
+    expected = (
         "otel: item 0 is neither an OTLP document nor a span",
         "graph: no 'steps' list of node-name lists",
         "langgraph: not a mapping",
@@ -47,6 +48,7 @@ def test_undetectable_document_is_one_line_and_keeps_every_reason() -> None:
         "langchain: item 0 is not a LangChain message (type None)",
         "openai: item 0 has no 'role'",
     )
+    assert tuple(reason for reason in info.value.reasons if reason in expected) == expected
 
 
 def test_undetectable_scalar() -> None:
@@ -79,10 +81,7 @@ def test_unknown_format_suggests_the_nearest() -> None:
 
 def test_unknown_format_without_a_near_name_lists_all() -> None:
     """With nothing close, the message lists every format."""
-    assert _error([], "xyz") == (
-        "run.json: unknown format 'xyz'; use one of: auto, otel, graph, langgraph, trajectory, anthropic, gemini, "
-        "bedrock, openai-responses, langchain, openai"
-    )
+    assert _error([], "xyz") == f"run.json: unknown format 'xyz'; use one of: auto, {', '.join(FORMATS)}"
 
 
 def test_explicit_format_that_does_not_fit() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from trajrun.errors import SourceError
 from trajrun.sources import load_document, load_trajectory, read_trajectory
-from trajrun.sources.otel_spans import spans_of, trace_groups
+from trajrun.sources.readers.otel_spans import spans_of, trace_groups
 from trajrun.trajectory import Trajectory, Usage
 
 TRACES = Path(__file__).parent / "data" / "traces"

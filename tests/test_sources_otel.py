@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from trajrun.errors import SourceError
 from trajrun.sources import load_document, load_trajectory, read_trajectory
-from trajrun.sources.otel import NOT_CAPTURED
+from trajrun.sources.readers.otel import NOT_CAPTURED
 from trajrun.suites.load import load_suite
 from trajrun.trajectory import Trajectory, Usage
 

@@ -1,9 +1,11 @@
-"""Message sources: load a document, detect its format, and read it into a :class:`~trajrun.trajectory.Trajectory`.
+"""Message sources: load a document, detect its format, and read it into a
+:class:`~trajrun.trajectory.Trajectory`.
 
-One reader per format (``openai``, ``anthropic``, …, ``otel`` for traces, ``native`` for trajrun's
-own ``trajectory`` format), ``documents`` for files and ``select``, ``detect`` for choosing the
-reader, ``live`` for command and Python sources. Names load on first use, so a command that only
-needs ``formats`` (the CLI's ``--format`` choices) does not import every reader.
+One reader module per format in ``readers`` (``openai``, ``anthropic``, …, ``otel`` for traces,
+``native`` for trajrun's own ``trajectory`` format), found by ``registry``; ``documents`` for files
+and ``select``, ``detect`` for choosing the reader, ``live`` for command and Python sources. Names
+load on first use, so a command that only needs ``formats`` (the CLI's ``--traces`` choices) does
+not import every reader.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _WHERE = {
-    "FORMATS": "formats",
+    "FORMATS": "registry",
     "load_trajectory": "detect",
     "read_trajectory": "detect",
     "apply_select": "documents",
@@ -35,6 +37,10 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
-    from .detect import load_trajectory, read_trajectory
-    from .documents import apply_select, load_document, parse_json, parse_yaml
-    from .formats import FORMATS
+    from .detect import load_trajectory as load_trajectory
+    from .detect import read_trajectory as read_trajectory
+    from .documents import apply_select as apply_select
+    from .documents import load_document as load_document
+    from .documents import parse_json as parse_json
+    from .documents import parse_yaml as parse_yaml
+    from .registry import FORMATS as FORMATS

@@ -1,4 +1,5 @@
-"""Shared reader machinery: argument decoding, result normalising, call/result pairing and turn bookkeeping.
+"""Shared reader machinery: argument decoding, result normalising, call/result pairing and turn
+bookkeeping.
 
 Every format reader walks its history once and feeds a :class:`Builder`; the builder owns the rules
 the contract fixes for all formats, so no reader decodes, pairs or sums on its own.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from json.scanner import make_scanner
 from math import isfinite
@@ -20,19 +21,30 @@ from ..yaml_core import MAX_DEPTH
 
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 _NO_JSON = object()
-_SCAN = make_scanner(json.JSONDecoder())
+_SCAN = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: a scanner
 _JSON_SPACE = " \t\n\r"
 _DICT_ONLY = frozenset({dict})
 _FLAT = frozenset({str, int, float, bool, type(None)})
 
 
 class TooDeep(SourceError):
-    """A call's arguments or result nest past ``MAX_DEPTH``: a source error whatever the format (detection stops),
-    which ``read_trajectory`` gives the source's name."""
+    """A call's arguments or result nest past ``MAX_DEPTH``: a source error whatever the format
+    (detection stops), which ``read_trajectory`` gives the source's name."""
+
+
+class NotOneRun(Exception):
+    """A document in a reader's format that is not one readable run (an OpenTelemetry export of
+    several runs): detection stops here with the reason instead of trying the next format."""
+
+    def __init__(self, reason: str) -> None:
+        """Keep the reason for the error message."""
+        super().__init__(reason)
+        self.reason = reason
 
 
 class NotThisFormat(Exception):
-    """Raised by a reader when a document is not in its format; ``reason`` says why in a few words."""
+    """Raised by a reader when a document is not in its format; ``reason`` says why in a few
+    words."""
 
     def __init__(self, reason: str) -> None:
         """Keep the reason for the detection report."""
@@ -41,11 +53,11 @@ class NotThisFormat(Exception):
 
 
 def decode_args(raw: Any) -> dict[str, Any] | str:
-    """Arguments per the contract: a dict as is, ``""``/missing as ``{}``, a JSON object string decoded.
+    """Arguments per the contract: a dict as is, ``""``/missing as ``{}``, a JSON object string
+    decoded.
 
     Anything else (invalid JSON, a JSON list or number) stays the raw string; a non-string,
-    non-mapping value is kept as its JSON text so it still compares as a string.
-    """
+    non-mapping value is kept as its JSON text so it still compares as a string."""
     if isinstance(raw, str):
         if raw[:1] == "{":
             return _decode_object(raw, 0)
@@ -59,10 +71,11 @@ def decode_args(raw: Any) -> dict[str, Any] | str:
 
 
 def _decode_object(raw: str, start: int) -> dict[str, Any] | str:
-    """The object whose text starts at ``start`` (JSON whitespace only after it), else the raw string.
+    """The object whose text starts at ``start`` (JSON whitespace only after it), else the raw
+    string.
 
-    Calls the C scanner directly: ``json.loads`` costs three Python frames per string around the same scan.
-    """
+    Calls the C scanner directly: ``json.loads`` costs three Python frames per string around the
+    same scan."""
     try:
         value, end = _SCAN(raw, start)
     except (
@@ -73,10 +86,10 @@ def _decode_object(raw: str, start: int) -> dict[str, Any] | str:
         return raw
     if end != len(raw) and raw[end:].strip(_JSON_SPACE):
         return raw
-    return value  # type: ignore[no-any-return]
+    return value
 
 
-def _decode_all(raws: list[Any]) -> list[Any]:
+def _decode_all(raws: Sequence[Any]) -> list[Any]:
     """``decode_args`` of every item.
 
     The usual list (every item the exact text of one JSON object) goes through the C scanner in one
@@ -88,7 +101,7 @@ def _decode_all(raws: list[Any]) -> list[Any]:
     except (ValueError, TypeError, RecursionError):
         return list(map(decode_args, raws))
     if len(scanned) == len(raws) and scanned:
-        values, ends = zip(*scanned)
+        values, ends = zip(*scanned, strict=True)
         if list(ends) == list(map(len, raws)) and set(map(type, values)) <= _DICT_ONLY:
             return list(values)
     return list(map(decode_args, raws))
@@ -117,7 +130,8 @@ def _block_json(block: Any) -> Any:
 
 
 def result_content(content: Any) -> Any:
-    """A tool result as recorded: a list of text blocks joined with no separator, one JSON block as its object."""
+    """A tool result as recorded: a list of text blocks joined with no separator, one JSON block as
+    its object."""
     if not isinstance(content, list):
         return content
     texts = [_block_text(b) for b in content]
@@ -131,7 +145,8 @@ def result_content(content: Any) -> Any:
 
 
 def text_of(content: Any) -> str | None:
-    """The text of a message's content: a string, or its text blocks joined; None when it has none."""
+    """The text of a message's content: a string, or its text blocks joined; None when it has
+    none."""
     if isinstance(content, str):
         return content or None
     if isinstance(content, list):
@@ -143,9 +158,8 @@ def text_of(content: Any) -> str | None:
 def make_usage(raw: Any, inputs: Iterable[str], outputs: Iterable[str]) -> Usage | None:
     """Usage from a provider mapping: the named input keys summed, the named output keys summed.
 
-    None when ``raw`` is not a mapping or carries none of the keys (so "no usage" stays distinct from 0); NaN and
-    infinities count as missing.
-    """
+    None when ``raw`` is not a mapping or carries none of the keys (so "no usage" stays distinct
+    from 0); NaN and infinities count as missing."""
     if not isinstance(raw, Mapping):
         return None
     found = False
@@ -164,15 +178,14 @@ def make_usage(raw: Any, inputs: Iterable[str], outputs: Iterable[str]) -> Usage
 class Builder:
     """Collects one run's turns, calls and results in history order and builds the Trajectory.
 
-    Results pair with calls made before them: by id first, then by order and name (the first call
-    of that name still waiting for a result), then by order alone when the result names no tool.
-    Calls and results are only recorded as the reader walks; names are checked, arguments decoded
-    and results paired in :meth:`finish`, each in one pass, so a reader that gives up half-way
-    (format detection) pays for none of it and the per-call cost while walking stays small. With
-    ``details=False`` (a caller that reads neither), results stay unpaired and arguments undecoded where all are
-    text (neither can fail then: an id that cannot be hashed pairs with nothing, text that is not one JSON
-    object stays text).
-    """
+    Results pair with calls made before them: by id first, then by order and name (the first call of
+    that name still waiting for a result), then by order alone when the result names no tool. Calls
+    and results are only recorded as the reader walks; names are checked, arguments decoded and
+    results paired in :meth:`finish`, each in one pass, so a reader that gives up half-way (format
+    detection) pays for none of it and the per-call cost while walking stays small. With
+    ``details=False`` (a caller that reads neither), results stay unpaired and arguments undecoded
+    where all are text (neither can fail then: an id that cannot be hashed pairs with nothing, text
+    that is not one JSON object stays text)."""
 
     __slots__ = (
         "_names",
@@ -188,7 +201,8 @@ class Builder:
     )
 
     def __init__(self, details: bool = True) -> None:
-        """Start with no turns and no calls; ``details=False``: arguments and results unread (``read_trajectory``)."""
+        """Start with no turns and no calls; ``details=False``: arguments and results unread
+        (``read_trajectory``)."""
         self._details = details
         self._names: list[Any] = []
         self._args: list[Any] = []
@@ -205,15 +219,6 @@ class Builder:
         self._usages.append(usage)
         if text:
             self.answer = text
-
-    def columns(
-        self,
-    ) -> tuple[list[Any], list[Any], list[Any], list[int], list[Any], list[Usage | None]]:
-        """The call columns (names, arguments as recorded, ids, turns), the recorded results and the turns' usage,
-        for a reader's tight loop: it appends to them in step what :meth:`call`, :meth:`result` and :meth:`turn`
-        would (a call's turn is its turn's index in the usages; the reader sets ``answer``), which saves a Python
-        call per item on the format most histories are in."""
-        return self._names, self._args, self._ids, self._turns, self._pending, self._usages
 
     def say(self, text: str | None) -> None:
         """Record assistant text inside the current turn."""
@@ -237,7 +242,8 @@ class Builder:
         self._pending.append((content, call_id, name, error, len(self._names)))
 
     def finish(self, fmt: str, run_usage: Usage | None = None) -> Trajectory:
-        """The Trajectory: a run-level usage wins, else the turns' usage summed when every turn has one."""
+        """The Trajectory: a run-level usage wins, else the turns' usage summed when every turn has
+        one."""
         names = self._names
         if not all(map(isinstance, names, repeat(str))):
             bad = next(i for i, name in enumerate(names) if not isinstance(name, str))
@@ -250,7 +256,8 @@ class Builder:
         if self._pending and not lean:
             self._pair(results, has_result, errors)
         raws = self._args
-        # text never fails to decode (it stays text); another value is dumped as JSON, which can fail: decoded even lean
+        # text never fails to decode (it stays text); another value is dumped as JSON, which can
+        # fail: decoded even lean
         args = raws if lean and all(map(isinstance, raws, repeat(str))) else _decode_all(raws)
         columns = (
             names,
@@ -267,11 +274,17 @@ class Builder:
         if not lean:
             _check_depths(names, raws, args, results)
         return Trajectory(
-            rows_as(ToolCall, zip(*columns)), len(self._usages), usage, self.answer, None, fmt
+            rows_as(ToolCall, zip(*columns, strict=False)),  # repeat(None) has no end
+            len(self._usages),
+            usage,
+            self.answer,
+            None,
+            fmt,
         )
 
     def _pair(self, results: list[Any], has_result: list[bool], errors: list[bool | None]) -> None:
-        """Fill the result columns: each recorded result, in history order, with the call it pairs with."""
+        """Fill the result columns: each recorded result, in history order, with the call it pairs
+        with."""
         first = _first_index(self._ids)
         for content, call_id, name, error, known in self._pending:
             try:
@@ -279,19 +292,21 @@ class Builder:
             except TypeError:  # an id that cannot be hashed (a list, a mapping) names no call
                 index = known
             if index >= known or has_result[index]:
-                index = self._next_waiting(name, known, has_result)
-                if index is None:
+                waiting = self._next_waiting(name, known, has_result)
+                if waiting is None:
                     continue
+                index = waiting
             results[index] = result_content(content) if isinstance(content, list) else content
             has_result[index] = True
             if error is not None:
                 errors[index] = error
 
     def _next_waiting(self, name: Any, known: int, has_result: list[bool]) -> int | None:
-        """Pop the first of the first ``known`` calls still without a result: of tool ``name``, or any when None.
+        """Pop the first of the first ``known`` calls still without a result: of tool ``name``, or
+        any when None.
 
-        A ``name`` that cannot be hashed (a list, a mapping) names no tool: the result pairs with nothing.
-        """
+        A ``name`` that cannot be hashed (a list, a mapping) names no tool: the result pairs with
+        nothing."""
         queues = self._queues
         names = self._names
         for index in range(self._queued, known):
@@ -306,9 +321,12 @@ class Builder:
         return None
 
 
-def _check_depths(names: list[str], raws: list[Any], args: list[Any], results: list[Any]) -> None:
-    """``check_depth`` of the arguments and results, skipping what cannot nest deep at C speed: arguments that
-    were text of at most ``MAX_DEPTH`` characters or brackets, results that are all plain values."""
+def _check_depths(
+    names: Sequence[str], raws: Sequence[Any], args: Sequence[Any], results: Sequence[Any]
+) -> None:
+    """``check_depth`` of the arguments and results, skipping what cannot nest deep at C speed:
+    arguments that were text of at most ``MAX_DEPTH`` characters or brackets, results that are all
+    plain values."""
     shallow = all(map(isinstance, raws, repeat(str))) and (
         max(map(len, raws), default=0) <= MAX_DEPTH
         or _most(raws, "{") + _most(raws, "[") <= MAX_DEPTH
@@ -319,27 +337,31 @@ def _check_depths(names: list[str], raws: list[Any], args: list[Any], results: l
         check_depth(names, results, "result")
 
 
-def _most(texts: list[str], bracket: str) -> int:
+def _most(texts: Sequence[str], bracket: str) -> int:
     """The most times ``bracket`` occurs in one of ``texts``."""
     return max(map(str.count, texts, repeat(bracket)), default=0)
 
 
-def check_depth(names: list[str], values: list[Any], part: str) -> None:
-    """Refuse a call's arguments or result (``part``) nesting lists and maps past ``MAX_DEPTH`` levels, the limit
-    suites have: matching and reports walk them recursively, and a source nested 900 deep ran them out of stack."""
+def check_depth(names: Sequence[str], values: Sequence[Any], part: str) -> None:
+    """Refuse a call's arguments or result (``part``) nesting lists and maps past ``MAX_DEPTH``
+    levels, the limit suites have: matching and reports walk them recursively, and a source nested
+    900 deep ran them out of stack."""
     for position, value in enumerate(values):
         if type(value) in _FLAT or (
             type(value) is dict and _FLAT.issuperset(map(type, value.values()))
         ):
             continue
         if _deeper(value, MAX_DEPTH):
-            raise TooDeep(f"tool call {position} ({names[position]}): its {part} nest lists and maps more than "
-                          f"{MAX_DEPTH} levels deep, at {_deep_path(value)}; trajrun reads at most {MAX_DEPTH} "
-                          "levels — flatten them in the source")  # fmt: skip
+            raise TooDeep(
+                f"tool call {position} ({names[position]}): its {part} nest lists and maps more "
+                f"than {MAX_DEPTH} levels deep, at {_deep_path(value)}; trajrun reads at most "
+                f"{MAX_DEPTH} levels — flatten them in the source"
+            )
 
 
 def _deeper(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests lists and maps more than ``limit`` levels deep (a flat list or map is one level)."""
+    """Whether ``value`` nests lists and maps more than ``limit`` levels deep (a flat list or map is
+    one level)."""
     level = [value]
     for _ in range(limit):
         inner: list[Any] = []
@@ -355,23 +377,27 @@ _PATH_SHOWN = 6
 
 
 def _deep_path(value: Any) -> str:
-    """Where ``value`` first nests past ``MAX_DEPTH`` levels, its first steps and the depth (``a.b[0]… level 201``)."""
+    """Where ``value`` first nests past ``MAX_DEPTH`` levels, its first steps and the depth
+    (``a.b[0]… level 201``)."""
     stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
     while stack:
         item, path = stack.pop()
         if len(path) >= MAX_DEPTH:
             return f"{''.join(path[:_PATH_SHOWN]).lstrip('.')}… level {len(path) + 1}"
         pairs = item.items() if isinstance(item, dict) else enumerate(item)
-        stack.extend((inner, (*path, f".{key}" if isinstance(key, str) else f"[{key}]")) for key, inner in pairs
-                     if isinstance(inner, (dict, list)))  # fmt: skip
+        stack.extend(
+            (inner, (*path, f".{key}" if isinstance(key, str) else f"[{key}]"))
+            for key, inner in pairs
+            if isinstance(inner, (dict, list))
+        )
     return "some level"
 
 
-def _first_index(ids: list[Any]) -> dict[Any, int]:
-    """The index of each id's first call; an id that cannot be hashed (a list, a mapping: no JSON scalar) never
-    pairs."""
+def _first_index(ids: Sequence[Any]) -> dict[Any, int]:
+    """The index of each id's first call; an id that cannot be hashed (a list, a mapping: no JSON
+    scalar) never pairs."""
     try:
-        return dict(zip(reversed(ids), range(len(ids) - 1, -1, -1)))
+        return dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))
     except TypeError:
         return {
             call_id: index
@@ -408,7 +434,8 @@ def _sum_usage(usages: list[Usage | None]) -> Usage | None:
 
 
 def as_list(doc: Any, is_message: Any) -> list[Any] | None:
-    """``doc`` as a message list: a list as is, a single message (``is_message(doc)``) as a one-item list."""
+    """``doc`` as a message list: a list as is, a single message (``is_message(doc)``) as a one-item
+    list."""
     if isinstance(doc, list):
         return doc
     if isinstance(doc, dict) and is_message(doc):

@@ -1,13 +1,16 @@
-"""Format detection and reading: a parsed document (or a file) into a :class:`~trajrun.trajectory.Trajectory`.
+"""Format detection and reading: a parsed document (or a file) into a
+:class:`~trajrun.trajectory.Trajectory`.
 
-Formats are tried in the contract's order, first fit wins; between ``trajectory`` and
-``anthropic`` a mapping with a ``messages`` list is read as that list. Each reader's ``read``
-raises ``NotThisFormat`` with a short reason, so detection never parses twice. An OpenTelemetry
-trace that is not one run (several traces, no LLM or tool span) stops detection with its own reason.
+The readers (``registry.READERS``) are tried in their order, first fit wins; a reader that reads
+messages gets a mapping's ``messages`` list in place of the mapping. Each reader's ``read`` raises
+``NotThisFormat`` with a short reason, so detection never parses twice, and a reader whose
+``refuses`` is sure it would is not asked at all. A document in a reader's format that is not one
+run (an OpenTelemetry export of several runs) stops detection with its own reason (``NotOneRun``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import shlex
@@ -17,33 +20,21 @@ from typing import Any
 
 from ..errors import SourceError
 from ..trajectory import Trajectory
-from . import (
-    anthropic,
-    bedrock,
-    gemini,
-    graph,
-    langchain,
-    langgraph,
-    native,
-    openai,
-    openai_responses,
-    otel,
-)
-from .builder import NotThisFormat, TooDeep, describe
+from .builder import NotOneRun, NotThisFormat, TooDeep, describe
 from .documents import SUITE, Spelling, document_kind, load_document
-from .formats import FORMATS, TRACE_RULES
+from .formats import TRACE_RULES
+from .registry import FORMATS, MESSAGES, READERS
 
-Reader = Callable[..., Trajectory]
-_READERS: dict[str, Reader] = dict(zip(FORMATS, (
-    otel.read, graph.read, langgraph.read, native.read, anthropic.read, gemini.read, bedrock.read,
-    openai_responses.read, langchain.read, openai.read,
-)))  # fmt: skip
-_REFUSE_DOCS = (otel.refuses, graph.refuses, langgraph.refuses, native.refuses)
-_REFUSE_LISTS = (anthropic.refuses_list, gemini.refuses_list, bedrock.refuses_list, openai_responses.refuses_list,
-                 langchain.refuses_list)  # fmt: skip
-"""Cheap exact tests, one per format before ``openai``: True only when that reader would refuse the document (the
-first four) or the message list (the others, which read a mapping's ``messages``)."""
-_MESSAGE_FORMATS = frozenset(FORMATS[FORMATS.index("anthropic") :])
+Read = Callable[..., Trajectory]
+_READERS: dict[str, Read] = {reader.FORMAT: reader.read for reader in READERS}
+"""Each format's ``read``, in detection order; ``traces`` other than ``auto`` replaces otel's."""
+_ORDER = tuple((reader.FORMAT, reader.READS == MESSAGES, reader.refuses) for reader in READERS)
+"""Per format, in detection order: whether it reads a mapping's ``messages`` list, and its refusal
+test."""
+_MESSAGE_FORMATS = frozenset(reader.FORMAT for reader in READERS if reader.READS == MESSAGES)
+_RECORDING = "trajectory"
+"""The reader of trajrun's own shape, which keeps the format its document records when it is a known
+one."""
 _SAVED_HINT = (
     "save the document to a file and run `trajrun show FILE -v` to see why each format does not fit"
 )
@@ -51,14 +42,21 @@ _SAVED_HINT = (
 
 def _fix(spelling: Spelling, whole_jsonl: bool = False) -> str:
     """What to do when no format fits, in the user's spelling (suite keys or ``show`` flags)."""
-    fix = f"name the format with {spelling.name('format')}, or point {spelling.name('select')} at the message list"
+    fix = (
+        f"name the format with {spelling.name('format')}, or point {spelling.name('select')} "
+        "at the message list"
+    )
     if whole_jsonl:
-        return f"a .jsonl file is read as the list of its lines; pick one run with {spelling.given('record', 'N')}, {fix}"
+        return (
+            "a .jsonl file is read as the list of its lines; pick one run with "
+            f"{spelling.given('record', 'N')}, {fix}"
+        )
     return fix
 
 
 _SUITE_FIX = _fix(SUITE)
-"""``_fix`` in a suite's words, worded once: documents read in bulk would word it on every record."""
+"""``_fix`` in a suite's words, worded once: documents read in bulk would word it on every
+record."""
 
 
 def read_trajectory(
@@ -71,16 +69,18 @@ def read_trajectory(
 ) -> Trajectory:
     """Read a parsed document as ``format`` (or detect it with ``auto``).
 
-    ``details=False`` is for a caller that never looks at calls' arguments, results or error flags (a bulk case
-    whose steps name none): readers may then leave arguments as recorded (JSON text, undecoded) and results
-    unpaired, which is most of reading a Chat Completions history. What could raise is still done, so no error
-    changes either.
+    ``details=False`` is for a caller that never looks at calls' arguments, results or error flags
+    (a bulk case whose steps name none): readers may then leave arguments as recorded (JSON text,
+    undecoded) and results unpaired, which is most of reading a Chat Completions history. What
+    could raise is still done, so no error changes either.
 
     Raises:
-        SourceError: the format is unknown, the document does not fit it, or (``auto``) no format fits;
-            the message names ``origin``, and when detecting ``reasons`` says why each format does not fit.
+        SourceError: the format is unknown, the document does not fit it, or (``auto``) no format
+            fits; the message names ``origin``, and when detecting ``reasons`` says why each format
+            does not fit.
 
-    ``traces`` (``auto``, ``merge``, ``one``) is how an OpenTelemetry document of several traces is read.
+    ``traces`` (``auto``, ``merge``, ``one``) is how an OpenTelemetry document of several traces is
+    read.
     """
     return _read(doc, format, origin, _SUITE_FIX, _SAVED_HINT, SUITE, details, traces)
 
@@ -96,8 +96,8 @@ def load_trajectory(
     checkpoint: str | None = None,
     traces: str = "auto",
 ) -> Trajectory:
-    """Load a source file (see :func:`load_document`) and read it as ``format``; errors spell the options as
-    a suite (``SUITE``) or ``trajrun show`` (``SHOW``) names them."""
+    """Load a source file (see :func:`load_document`) and read it as ``format``; errors spell the
+    options as a suite (``SUITE``) or ``trajrun show`` (``SHOW``) names them."""
     doc = load_document(
         path,
         select=select,
@@ -139,12 +139,18 @@ def _read(
             f"unknown traces {traces!r}; use one of: {', '.join(TRACE_RULES)}", origin
         )
     readers = _READERS
-    if traces != "auto":
-        readers = {**_READERS, "otel": functools.partial(otel.read, traces=traces)}
+    if traces != "auto":  # the option of the one format that reads traces
+        readers = {**_READERS, "otel": functools.partial(_READERS["otel"], traces=traces)}
     try:
-        return _read_as(doc, format, origin, fix, hint, spelling, details, readers)
+        return _known(_read_as(doc, format, origin, fix, hint, spelling, details, readers))
     except TooDeep as exc:
         raise SourceError(exc.message, origin) from None
+
+
+def _known(run: Trajectory) -> Trajectory:
+    """``run``, its format the reader's own when it names no reader: trajrun's own shape records
+    where a run came from, and keeps that only when it is a format trajrun reads."""
+    return run if run.format in _READERS else dataclasses.replace(run, format=_RECORDING)
 
 
 def _read_as(
@@ -155,9 +161,10 @@ def _read_as(
     hint: str,
     spelling: Spelling,
     details: bool = True,
-    readers: dict[str, Reader] = _READERS,
+    readers: dict[str, Read] = _READERS,
 ) -> Trajectory:
-    """Read as ``format`` with ``readers`` (by format); ``_read`` names the source in a ``TooDeep``."""
+    """Read as ``format`` with ``readers`` (by format); ``_read`` names the source in a
+    ``TooDeep``."""
     if format == "auto":
         return _detect(doc, origin, fix, hint, details, readers)
     reader = readers.get(format)
@@ -169,24 +176,27 @@ def _read_as(
         raise SourceError(f"unknown format {format!r}; {suggestion}", origin)
     try:
         run = reader(_messages_of(doc) if format in _MESSAGE_FORMATS else doc, details=details)
-    except otel.NotOneRun as exc:
+    except NotOneRun as exc:
         raise SourceError(exc.reason, origin) from None
     except NotThisFormat as exc:
-        raise SourceError(f"expected {_article(format)} {format} document, found {describe(doc)}: {exc.reason}; "
-                          f"check the format, or use {spelling.given('format', 'auto')}", origin) from None  # fmt: skip
+        raise SourceError(
+            f"expected {_article(format)} {format} document, found {describe(doc)}: "
+            f"{exc.reason}; check the format, or use {spelling.given('format', 'auto')}",
+            origin,
+        ) from None
     if not run.calls:
         _check_no_calls(doc, format, origin, spelling, readers)
     return run
 
 
 def _check_no_calls(
-    doc: Any, format: str, origin: str, spelling: Spelling, readers: dict[str, Reader]
+    doc: Any, format: str, origin: str, spelling: Spelling, readers: dict[str, Read]
 ) -> None:
     """Raise when ``format`` read no call but detection reads some as another format: a forced
     format that fits loosely (``openai`` reads an Anthropic history's text, not its ``tool_use``
     blocks) is a mistake, not an empty run. Only a run without calls pays for detecting."""
     try:
-        fits = _detect(doc, origin, "", "", False, readers)
+        fits = _known(_detect(doc, origin, "", "", False, readers))
     except SourceError:  # a TooDeep is one too
         return
     if fits.format == format or not fits.calls:
@@ -208,7 +218,8 @@ def _check_no_calls(
 
 
 def _article(word: str) -> str:
-    """``an`` before a format name said with a vowel first (``an openai``, ``an otel``), else ``a``."""
+    """``an`` before a format name said with a vowel first (``an openai``, ``an otel``), else
+    ``a``."""
     return "an" if word[:1] in "aeiou" else "a"
 
 
@@ -225,27 +236,23 @@ def _detect(
     fix: str,
     hint: str,
     details: bool = True,
-    readers: dict[str, Reader] = _READERS,
+    readers: dict[str, Read] = _READERS,
 ) -> Trajectory:
-    """Try every format in order; the first that fits wins. None fitting is one line; each reason is on the error."""
+    """Try every format in order, skipping those whose refusal test is sure; the first that fits
+    wins. When none fits, ``_try_each`` asks them all again for their reasons (one line, each
+    reason on the error)."""
     messages = _messages_of(doc)
-    if isinstance(messages, list) and _all_refuse(doc, messages):
-        # Chat Completions messages (the usual bulk record): every earlier reader is sure to refuse
-        # them, and raising and catching nine refusals was a large part of reading them. If openai
-        # refuses too, _try_each says why.
+    for name, reads_messages, refuses in _ORDER:
+        given = messages if reads_messages else doc
+        if refuses(given):
+            continue
         try:
-            return openai.read(messages, auto=True, details=details)
+            return readers[name](given, auto=True, details=details)
+        except NotOneRun as exc:
+            raise SourceError(exc.reason, origin) from None
         except NotThisFormat:
             pass
     return _try_each(doc, origin, fix, hint, details, readers)
-
-
-def _all_refuse(doc: Any, messages: list[Any]) -> bool:
-    """Whether every reader before ``openai`` surely refuses ``doc`` (whose message list is
-    ``messages``), each asked through its own refusal test."""
-    return all(refuses(doc) for refuses in _REFUSE_DOCS) and all(
-        refuses(messages) for refuses in _REFUSE_LISTS
-    )
 
 
 def _try_each(
@@ -254,19 +261,21 @@ def _try_each(
     fix: str,
     hint: str,
     details: bool = True,
-    readers: dict[str, Reader] = _READERS,
+    readers: dict[str, Read] = _READERS,
 ) -> Trajectory:
     """Read ``doc`` with each of ``readers`` in order, collecting why each one refuses it."""
     reasons = []
-    current = doc
-    for name, reader in readers.items():
-        if name in _MESSAGE_FORMATS:
-            current = _messages_of(doc)
+    messages = _messages_of(doc)
+    for name, reads_messages, _ in _ORDER:
         try:
-            return reader(current, auto=True, details=details)
-        except otel.NotOneRun as exc:
+            return readers[name](messages if reads_messages else doc, auto=True, details=details)
+        except NotOneRun as exc:
             raise SourceError(exc.reason, origin) from None
         except NotThisFormat as exc:
             reasons.append(f"{name}: {exc.reason}")
-    raise SourceError(f"cannot tell the format of {describe(doc)}: none of {', '.join(FORMATS)} fits; {fix} ({hint})",
-                      origin, tuple(reasons))  # fmt: skip
+    raise SourceError(
+        f"cannot tell the format of {describe(doc)}: none of {', '.join(FORMATS)} fits; "
+        f"{fix} ({hint})",
+        origin,
+        tuple(reasons),
+    )

@@ -1,4 +1,5 @@
-"""Loading source documents: JSON, JSONL (streamed to one record), YAML, each optionally gzipped; JSONPath ``select``.
+"""Loading source documents: JSON, JSONL (streamed to one record), YAML, each optionally gzipped;
+JSONPath ``select``.
 
 JSONL records are physical lines, numbered from 1: ``record: N`` reads line N and stops, so a
 huge file is never held in memory; a blank line there is an error. Without ``record`` a JSONL
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import io
 import json
 import operator
 import os
@@ -38,8 +40,8 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
-from pathlib import Path
-from typing import IO, Any, NamedTuple
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import SourceError
 from ..limits import (
@@ -56,11 +58,17 @@ from .checkpoints import SUFFIXES, load_database
 from .spelling import SUITE, Spelling
 from .streams import CHUNK
 
+if TYPE_CHECKING:
+    from jsonpath_ng.ext.arithmetic import Operation
+    from jsonpath_ng.ext.filter import Expression
+    from jsonpath_ng.ext.string import Sub
+
 _JSON_HINT = "check the file is valid JSON (a trailing comma or a missing quote is the usual cause)"
 _KINDS = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 
 JSON_DEPTH_SHOWN = 500
-"""How deep nesting must be before a JSON depth error points at it (the decoder itself stops near 1,000)."""
+"""How deep nesting must be before a JSON depth error points at it (the decoder itself stops near
+1,000)."""
 
 
 class _TooLarge(Exception):
@@ -82,8 +90,9 @@ def load_document(
     checkpoint: str | None = None,
     shared: bool = False,
 ) -> Any:
-    """Read a source file (``record`` picks one JSONL line first; ``thread`` and ``checkpoint`` one checkpoint of a
-    LangGraph database), then apply ``select``; errors spell the options as the user wrote them (``spelling``).
+    """Read a source file (``record`` picks one JSONL line first; ``thread`` and ``checkpoint`` one
+    checkpoint of a LangGraph database), then apply ``select``; errors spell the options as the user
+    wrote them (``spelling``).
 
     ``shared``: the caller never changes the document, so a whole file is decoded once and kept (see
     ``DECODED_KEPT_BYTES``) for the next read of it, whatever its ``select``."""
@@ -92,17 +101,26 @@ def load_document(
     kind, zipped = document_kind(path)
     if record is not None and kind != "jsonl":
         item = spelling.given("select", f"'$[{record - 1}]'")
-        raise SourceError(f"{spelling.name('record')} needs a .jsonl file, found a .{kind} file; use {item} to pick an "
-                          "item of a list", origin)  # fmt: skip
+        raise SourceError(
+            f"{spelling.name('record')} needs a .jsonl file, found a .{kind} file; use {item} to "
+            "pick an item of a list",
+            origin,
+        )
     if kind == "sqlite" or thread is not None or checkpoint is not None:
         doc = load_database(path, (kind, zipped), thread, checkpoint, spelling)
         return doc if select is None else apply_select(doc, select, origin, spelling)
     if path.is_dir():
-        raise SourceError("a folder, not a file; expected a .json, .jsonl or .yaml file — point the source at a file "
-                          "inside it", origin)  # fmt: skip
+        raise SourceError(
+            "a folder, not a file; expected a .json, .jsonl or .yaml file — point the source at a "
+            "file inside it",
+            origin,
+        )
     if not path.is_file():
-        raise SourceError("file not found; expected a .json, .jsonl or .yaml file — check the path "
-                          f"(relative paths resolve against {spelling.folder})", origin)  # fmt: skip
+        raise SourceError(
+            "file not found; expected a .json, .jsonl or .yaml file — check the path "
+            f"(relative paths resolve against {spelling.folder})",
+            origin,
+        )
     try:
         if shared and record is None:
             doc = _shared(path, kind, zipped, origin)
@@ -111,8 +129,11 @@ def load_document(
     except _TooLarge as exc:
         raise SourceError(_too_large(exc, zipped), origin) from None
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
-        raise SourceError(f"cannot read the file: {exc}; expected {'gzip-compressed ' if zipped else ''}"
-                          "UTF-8 text", origin) from None  # fmt: skip
+        raise SourceError(
+            f"cannot read the file: {exc}; expected {'gzip-compressed ' if zipped else ''}"
+            "UTF-8 text",
+            origin,
+        ) from None
     return doc if select is None else apply_select(doc, select, origin, spelling)
 
 
@@ -130,12 +151,13 @@ def _decode(
 
 
 DECODED_KEPT_BYTES = 64 << 20
-"""Decoded files stay cached while their text totals at most this many bytes (the one decoded last stays whatever
-its size, until another is decoded), and ``DECODED_KEPT_FILES`` of them at most."""
+"""Decoded files stay cached while their text totals at most this many bytes (the one decoded last
+stays whatever its size, until another is decoded), and ``DECODED_KEPT_FILES`` of them at most."""
 DECODED_KEPT_FILES = 256
 SETTLED_NS = 2_000_000_000
-"""A file modified less than this long before it was read is not kept: file systems record modification times
-in steps (up to 2 s), so a change made in the same step would leave its stamp as it was."""
+"""A file modified less than this long before it was read is not kept: file systems record
+modification times in steps (up to 2 s), so a change made in the same step would leave its stamp as
+it was."""
 
 
 class _Decoded(NamedTuple):
@@ -156,9 +178,9 @@ def _stamp(stat: os.stat_result) -> tuple[int, ...]:
 
 
 def _shared(path: Path, kind: str, zipped: bool, origin: str) -> Any:
-    """The whole file's document, decoded once while the file stays as it was (same modification time, size and
-    inode): 200 cases selecting 200 runs out of one file parse it once. A file changed within ``SETTLED_NS`` of
-    being read is decoded on each read."""
+    """The whole file's document, decoded once while the file stays as it was (same modification
+    time, size and inode): 200 cases selecting 200 runs out of one file parse it once. A file
+    changed within ``SETTLED_NS`` of being read is decoded on each read."""
     key = os.path.abspath(path)
     stamp = _stamp(os.stat(path))
     with _DECODED_LOCK:
@@ -167,9 +189,8 @@ def _shared(path: Path, kind: str, zipped: bool, origin: str) -> Any:
             _DECODED.move_to_end(key)
             return hit.doc
         _DECODED.pop(key, None)
-        _forget_beyond(
-            DECODED_KEPT_BYTES, DECODED_KEPT_FILES - 1
-        )  # room for this one, before it is decoded
+        # room for this one, before it is decoded
+        _forget_beyond(DECODED_KEPT_BYTES, DECODED_KEPT_FILES - 1)
     started = time.time_ns()
     doc, stamp, size = _decode(path, kind, zipped, None, origin)
     if stamp[2] > started - SETTLED_NS:
@@ -181,7 +202,8 @@ def _shared(path: Path, kind: str, zipped: bool, origin: str) -> Any:
 
 
 def _forget_beyond(size: int | None, files: int) -> None:
-    """Drop the files used longest ago until at most ``files`` and ``size`` bytes of text (None: any) are kept."""
+    """Drop the files used longest ago until at most ``files`` and ``size`` bytes of text (None:
+    any) are kept."""
     total = sum(entry.size for entry in _DECODED.values())
     while _DECODED and (len(_DECODED) > files or (size is not None and total > size)):
         total -= _DECODED.popitem(last=False)[1].size
@@ -195,14 +217,14 @@ def _too_large(exc: _TooLarge, zipped: bool) -> str:
         else ("the file decompresses to" if zipped else "the file holds")
     )
     return (
-        f"{what} more than {exc.limit:,} bytes, the limit on one source document; set {MAX_SOURCE_BYTES_VAR} "
-        "to a larger number of bytes to read it"
+        f"{what} more than {exc.limit:,} bytes, the limit on one source document; set "
+        f"{MAX_SOURCE_BYTES_VAR} to a larger number of bytes to read it"
     )
 
 
-def document_kind(path: Path) -> tuple[str, bool]:
-    """The document kind from the file suffixes (``.json``, ``.jsonl``, ``.yaml``, ``.sqlite``), and whether it is
-    gzipped."""
+def document_kind(path: PurePath) -> tuple[str, bool]:
+    """The document kind from the file suffixes (``.json``, ``.jsonl``, ``.yaml``, ``.sqlite``), and
+    whether it is gzipped."""
     suffixes = [s.lower() for s in path.suffixes]
     zipped = bool(suffixes) and suffixes[-1] == ".gz"
     suffix = (
@@ -213,17 +235,20 @@ def document_kind(path: Path) -> tuple[str, bool]:
     if suffix in SUFFIXES:
         return "sqlite", zipped
     if suffix not in _KINDS:
-        raise SourceError(f"unsupported file type {suffix or '(none)'!r}; expected .json, .jsonl, .yaml or .yml "
-                          "(optionally .gz) — rename the file", str(path))  # fmt: skip
+        raise SourceError(
+            f"unsupported file type {suffix or '(none)'!r}; expected .json, .jsonl, .yaml or .yml "
+            "(optionally .gz) — rename the file",
+            str(path),
+        )
     return _KINDS[suffix], zipped
 
 
-def _binary(path: Path, zipped: bool) -> IO[bytes]:
+def _binary(path: Path, zipped: bool) -> io.BufferedIOBase:
     """The file opened for reading bytes, inflating gzip on the fly."""
     if zipped:
         import gzip  # deferred: start-up time, for the runs that read no .gz file
 
-        return gzip.open(path, "rb")  # type: ignore[return-value]  # a GzipFile is a binary file
+        return gzip.open(path, "rb")
     return path.open("rb")
 
 
@@ -238,8 +263,9 @@ def _read(chunks: Iterator[bytes], kind: str, record: int | None, origin: str, l
 
 
 def _text(chunks: Iterator[bytes], limit: int) -> str:
-    """All ``chunks`` as UTF-8 text, up to ``limit`` bytes: each chunk is decoded as it comes, so the bytes, the
-    text and a joined copy are never held at once and a gzip bomb holds at most the limit when it is refused."""
+    """All ``chunks`` as UTF-8 text, up to ``limit`` bytes: each chunk is decoded as it comes, so
+    the bytes, the text and a joined copy are never held at once and a gzip bomb holds at most the
+    limit when it is refused."""
     decoder, text, size = _utf8(), "", 0
     for chunk in chunks:
         size += len(chunk)
@@ -256,16 +282,15 @@ def _utf8() -> Any:
 
 
 _BLANK = re.compile(r"\s*")
-_SPACES = re.compile(
-    r"[ \t\r]*"
-)  # what json.loads skips around a document, but the newline ending a line
+# what json.loads skips around a document, but the newline ending a line
+_SPACES = re.compile(r"[ \t\r]*")
 _DECODER = json.JSONDecoder()
 _NOTHING = object()
 
 
 def _jsonl(text: str, origin: str) -> list[Any]:
-    """The documents of a JSONL text's non-blank lines (numbered from 1, blank ones counted), each decoded where
-    it lies: a copy of each line would hold a one-line file twice."""
+    """The documents of a JSONL text's non-blank lines (numbered from 1, blank ones counted), each
+    decoded where it lies: a copy of each line would hold a one-line file twice."""
     docs, start, number = [], 0, 1
     while start < len(text):
         end = text.find("\n", start)
@@ -283,8 +308,8 @@ def _jsonl(text: str, origin: str) -> list[Any]:
 
 
 def _spaced_line(text: str, start: int, end: int, origin: str, number: int) -> Any:
-    """The JSON document on ``text[start:end]`` after leading spaces, ``_NOTHING`` for a blank line; an invalid
-    one is copied out for ``parse_json``'s error."""
+    """The JSON document on ``text[start:end]`` after leading spaces, ``_NOTHING`` for a blank line;
+    an invalid one is copied out for ``parse_json``'s error."""
     if _BLANK.fullmatch(text, start, end):
         return _NOTHING
     try:
@@ -303,16 +328,16 @@ def _after_spaces(text: str, start: int, end: int) -> int:
 
 
 def _record(chunks: Iterator[bytes], record: int, origin: str, limit: int) -> Any:
-    """JSONL line ``record`` (1-based), reading no further than it; each line read must fit ``limit``."""
+    """JSONL line ``record`` (1-based), reading no further than it; each line read must fit
+    ``limit``."""
     if record < 1:
         raise SourceError(f"record {record} is out of range; records are numbered from 1", origin)
     number, length = 1, 0  # the line being read, and its bytes so far
     decoder, text = _utf8(), ""
     for chunk in chunks:
         ends = chunk.count(b"\n")
-        if (
-            number + ends < record and len(chunk) <= limit
-        ):  # skipped whole: only its first line can be too long
+        # skipped whole: only its first line can be too long
+        if number + ends < record and len(chunk) <= limit:
             first = chunk.find(b"\n")
             length += len(chunk) if first < 0 else first
             if length > limit:
@@ -339,8 +364,11 @@ def _record(chunks: Iterator[bytes], record: int, origin: str, limit: int) -> An
         text += decoder.decode(b"", True)
         return _record_doc(text, record, origin)
     count = number if length else number - 1
-    raise SourceError(f"record {record} is past the end: the file has {count} record{'s' if count != 1 else ''} "
-                      "(one per line)", origin)  # fmt: skip
+    raise SourceError(
+        f"record {record} is past the end: the file has {count} record{'s' if count != 1 else ''} "
+        "(one per line)",
+        origin,
+    )
 
 
 def _record_doc(line: str, record: int, origin: str) -> Any:
@@ -379,7 +407,8 @@ def parse_json(text: str, origin: str, line: int = 0) -> Any:
 
 
 def _where(text: str, offset: int, line: int) -> str:
-    """``line L, column C`` of ``offset`` in ``text`` (``line`` is the JSONL record's line, if any)."""
+    """``line L, column C`` of ``offset`` in ``text`` (``line`` is the JSONL record's line, if
+    any)."""
     row = line or text.count("\n", 0, offset) + 1
     column = offset - text.rfind("\n", 0, offset)
     return f"line {row}, column {column}"
@@ -389,38 +418,49 @@ _JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|([\[{])|[\]}]')
 
 
 def _too_deep(text: str, line: int) -> str:
-    """The message for JSON nested deeper than the decoder can follow, pointing where it gets deep."""
+    """The message for JSON nested deeper than the decoder can follow, pointing where it gets
+    deep."""
     depth = 0
     for token in _JSON_NESTING.finditer(text):
         if token[0][0] != '"':
             depth += 1 if token[1] else -1
         if depth > JSON_DEPTH_SHOWN:
-            return (f"invalid JSON at {_where(text, token.start(), line)}: lists and maps nest more than "
-                    f"{JSON_DEPTH_SHOWN} levels deep there, too deep to decode; flatten the document")  # fmt: skip
+            return (
+                f"invalid JSON at {_where(text, token.start(), line)}: lists and maps nest more "
+                f"than {JSON_DEPTH_SHOWN} levels deep there, too deep to decode; flatten the "
+                "document"
+            )
     return "invalid JSON: lists and maps nest too deeply to decode; flatten the document"
 
 
 def _too_long_integer(text: str, line: int, exc: ValueError) -> str:
-    """The message for an integer past Python's limit on int/str conversion (4,300 digits by default)."""
+    """The message for an integer past Python's limit on int/str conversion (4,300 digits by
+    default)."""
     limit = int_digits_limit()
     found = re.search(rf"-?\d{{{limit + 1},}}", text) if limit else None
     if found is None:
         return f"invalid JSON: {exc}"
     digits = found[0].lstrip("-")
-    return (f"invalid JSON at {_where(text, found.start(), line)}: an integer of {len(digits):,} digits "
-            f"({digits[:8]}…{digits[-8:]}); trajrun reads integers of at most {limit:,} digits (Python's limit) — "
-            "quote it to keep it as a string")  # fmt: skip
+    return (
+        f"invalid JSON at {_where(text, found.start(), line)}: an integer of {len(digits):,} "
+        f"digits ({digits[:8]}…{digits[-8:]}); trajrun reads integers of at most {limit:,} digits "
+        "(Python's limit) — quote it to keep it as a string"
+    )
 
 
 def parse_yaml(text: str, origin: str) -> Any:
-    """Decode YAML in trajrun's one dialect (YAML 1.2 core, as suites are read); errors name the line and column."""
+    """Decode YAML in trajrun's one dialect (YAML 1.2 core, as suites are read); errors name the
+    line and column."""
     try:
         return load_data(text)
     except YamlProblem as exc:
         where = f"line {exc.pos.line}, column {exc.pos.column}"
         if exc.message.startswith("invalid YAML: "):
-            raise SourceError(f"invalid YAML at {where}: {exc.message.removeprefix('invalid YAML: ')}; check the "
-                              "indentation and quoting there", origin) from None  # fmt: skip
+            raise SourceError(
+                f"invalid YAML at {where}: {exc.message.removeprefix('invalid YAML: ')}; check the "
+                "indentation and quoting there",
+                origin,
+            ) from None
         raise SourceError(f"YAML at {where}: {exc.message}", origin) from None
 
 
@@ -456,30 +496,32 @@ def _compile(select: str, origin: str) -> Any:
     except (
         Exception
     ) as exc:  # jsonpath-ng raises bare Exception subclasses from its lexer and parser
-        raise SourceError(f"invalid JSONPath {select!r} in select: {exc}; expected a JSONPath such as "
-                          "'$.messages' or '$.runs[0].messages'", origin) from None  # fmt: skip
+        raise SourceError(
+            f"invalid JSONPath {select!r} in select: {exc}; expected a JSONPath such as "
+            "'$.messages' or '$.runs[0].messages'",
+            origin,
+        ) from None
 
 
 @functools.lru_cache(maxsize=256)
 def parse_jsonpath(text: str) -> Any:
-    """Parse a JSONPath once with jsonpath-ng's extended parser (filters, arithmetic), its regexes and ``*`` bounded.
+    """Parse a JSONPath once with jsonpath-ng's extended parser (filters, arithmetic), its regexes
+    and ``*`` bounded.
 
-    Used for ``select`` and for the JSONPath fields of tool rules. Raises what jsonpath-ng raises for a
-    bad path, and ``re.error`` for a bad or oversized regex in it.
+    Used for ``select`` and for the JSONPath fields of tool rules. Raises what jsonpath-ng raises
+    for a bad path, and ``re.error`` for a bad or oversized regex in it.
     """
     from jsonpath_ng.ext import parse  # deferred: jsonpath-ng costs start-up time
 
     return _bounded(parse(text))
 
 
-# -- regular expressions under a time limit ------------------------------------------------------
-
-
 # -- JSONPath nodes with bounds ------------------------------------------------------------------
 
 
 def _bounded(path: Any) -> Any:
-    """``path`` with jsonpath-ng's unbounded operations swapped for bounded ones, in place, at every depth."""
+    """``path`` with jsonpath-ng's unbounded operations swapped for bounded ones, in place, at every
+    depth."""
     from jsonpath_ng import JSONPath  # deferred: jsonpath-ng costs start-up time
 
     expression, regex_filter, sub, bounded_sub, operation = _bounded_classes()
@@ -530,8 +572,10 @@ def _multiply(left: Any, right: Any) -> Any:
         and isinstance(count, int)
         and len(sized) * count > max_source_bytes()
     ):
-        raise ValueError(f"repeating a value of {len(sized):,} characters or items {count:,} times is above the "
-                         f"limit of {max_source_bytes():,} ({MAX_SOURCE_BYTES_VAR})")  # fmt: skip
+        raise ValueError(
+            f"repeating a value of {len(sized):,} characters or items {count:,} times is above the "
+            f"limit of {max_source_bytes():,} ({MAX_SOURCE_BYTES_VAR})"
+        )
     limit = int_digits_limit()
     if (
         isinstance(left, int)
@@ -546,14 +590,17 @@ def _multiply(left: Any, right: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=1)
-def _bounded_classes() -> tuple[type, type, type, type, type]:
-    """jsonpath-ng's filter expression and ``sub()``, each with a subclass bounded in time; its ``Operation``."""
+def _bounded_classes() -> tuple[
+    type[Expression], type[Expression], type[Sub], type[Sub], type[Operation]
+]:
+    """jsonpath-ng's filter expression and ``sub()``, each with a subclass bounded in time; its
+    ``Operation``."""
     from jsonpath_ng import DatumInContext  # deferred: jsonpath-ng costs start-up time
     from jsonpath_ng.ext.arithmetic import Operation  # deferred, as above
     from jsonpath_ng.ext.filter import Expression  # deferred, as above
     from jsonpath_ng.ext.string import Sub  # deferred, as above
 
-    class RegexFilter(Expression):  # type: ignore[misc]
+    class RegexFilter(Expression):
         """``[?(@.x =~ 'pattern')]``: jsonpath-ng's ``re.search`` replaced by a bounded search."""
 
         def find(self, datum: Any) -> list[Any]:
@@ -566,8 +613,9 @@ def _bounded_classes() -> tuple[type, type, type, type, type]:
                 if isinstance(match.value, str) and regex_search(compiled, match.value)
             ]
 
-    class BoundedSub(Sub):  # type: ignore[misc]
-        """```sub(/pattern/, repl)```: the substitution under the time limit; non-strings give nothing."""
+    class BoundedSub(Sub):
+        """```sub(/pattern/, repl)```: the substitution under the time limit; non-strings give
+        nothing."""
 
         def find(self, datum: Any) -> list[Any]:
             """The substituted string, when it changed."""

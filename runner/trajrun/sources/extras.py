@@ -1,8 +1,10 @@
-"""trajrun's optional extras: the modules each one brings, whether they import here, and the command that installs them.
+"""trajrun's optional extras: the modules each one brings, whether they import here, and the command
+that installs them.
 
-Features that need an extra import its packages only when used. A feature used without its extra is an
-error naming the ``pip install`` command; a case that says it ``requires`` an extra (or a module) is
-skipped instead, with the same command as its reason, so an example suite stays green on a bare install.
+Features that need an extra import its packages only when used. A feature used without its extra is
+an error naming the ``pip install`` command; a case that says it ``requires`` an extra (or a module)
+is skipped instead, with the same command as its reason, so an example suite stays green on a bare
+install.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def install_hint(extra: str) -> str:
 
 
 def importable(module: str) -> bool:
-    """Whether ``module`` can be imported here (found on the path; its parent packages are imported to look)."""
+    """Whether ``module`` can be imported here (found on the path; its parent packages are imported
+    to look)."""
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -38,20 +41,26 @@ def importable(module: str) -> bool:
 
 
 def missing_module(extra: str) -> str | None:
-    """The first module of ``extra`` that cannot be imported here; None when the extra is installed."""
+    """The first module of ``extra`` that cannot be imported here; None when the extra is
+    installed."""
     return next((module for module in EXTRAS[extra] if not importable(module)), None)
 
 
 def require_extra(extra: str, feature: str, origin: str | None) -> None:
-    """Raise a ``SourceError`` naming the install command when ``feature``'s extra is not installed."""
+    """Raise a ``SourceError`` naming the install command when ``feature``'s extra is not
+    installed."""
     module = missing_module(extra)
     if module is not None:
-        raise SourceError(f"{feature} needs the {extra} extra, which is not installed (no module {module}): "
-                          f"{install_hint(extra)}", origin)  # fmt: skip
+        raise SourceError(
+            f"{feature} needs the {extra} extra, which is not installed (no module {module}): "
+            f"{install_hint(extra)}",
+            origin,
+        )
 
 
 def unmet(requirements: Iterable[str]) -> str | None:
-    """Why a case's ``requires`` is not met here (its skip reason), or None when everything imports."""
+    """Why a case's ``requires`` is not met here (its skip reason), or None when everything
+    imports."""
     missing = []
     for item in requirements:
         extra = EXTRA_ITEM.fullmatch(item)
@@ -77,5 +86,7 @@ def requirement_problem(item: str) -> str | None:
         return f"unknown extra '{extra[1]}' of trajrun{did_you_mean(extra[1], EXTRAS)}"
     if MODULE_ITEM.fullmatch(item):
         return None
-    return (f"expected an extra such as 'trajrun[otel]' ({', '.join(EXTRAS)}) or a Python module name such as "
-            f"'opentelemetry.sdk', found {item!r}")  # fmt: skip
+    return (
+        f"expected an extra such as 'trajrun[otel]' ({', '.join(EXTRAS)}) or a Python module name "
+        f"such as 'opentelemetry.sdk', found {item!r}"
+    )

@@ -1,12 +1,13 @@
-"""Live sources: run a command or call a Python function, each in a child process, and take what it returns as
-the document.
+"""Live sources: run a command or call a Python function, each in a child process, and take what it
+returns as the document.
 
-Every child runs in a process group of its own with nothing on stdin, so whatever it does (exit, crash,
-change directory, print, read stdin, start children that outlive it) stays out of trajrun's process:
-when it ends, at the timeout, or when trajrun is interrupted, the whole group is killed. However trajrun
-itself ends (``kill -9``, an OOM kill), the group dies with it: a watcher process in the group holds the
-read end of a pipe (the *lifeline*) whose write end only trajrun holds, and kills the group at end of
-file; on Linux the child also asks the kernel to kill it when its parent ends.
+Every child runs in a process group of its own with nothing on stdin, so whatever it does (exit,
+crash, change directory, print, read stdin, start children that outlive it) stays out of trajrun's
+process: when it ends, at the timeout, or when trajrun is interrupted, the whole group is killed.
+However trajrun itself ends (``kill -9``, an OOM kill), the group dies with it: a watcher process in
+the group holds the read end of a pipe (the *lifeline*) whose write end only trajrun holds, and
+kills the group at end of file; on Linux the child also asks the kernel to kill it when its parent
+ends.
 """
 
 from __future__ import annotations
@@ -17,30 +18,32 @@ import pickle
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import SourceError
 from ..files import project_root
-from ..frozen import frozen
 from ..yaml_core import YamlProblem, load_data
 from .documents import parse_json
 
 STDERR_TAIL = 20
 KILL_GRACE = 5.0
-"""Seconds to collect a killed group's output before giving up on a descendant that left the group."""
+"""Seconds to collect a killed group's output before giving up on a descendant that left the
+group."""
 CHILD = Path(__file__).with_name("live_child.py")
 SHELL = "/bin/sh"
 WATCHED = (
     "exec 3<&0 </dev/null; (read -r _ <&3; kill -9 0) >/dev/null 2>&1 & exec 3<&-; "
     '/bin/sh -c "$1"; status=$?; kill -9 $! 2>/dev/null; wait $! 2>/dev/null; exit $status'
 )
-"""How a command runs: the lifeline comes on stdin and moves to fd 3 of a background watcher, which reads it and
-at end of file kills the group. The command runs as ``sh -c`` would run it, with nothing on stdin; when it ends,
-the watcher is ended and reaped here (an orphan would be left to an init that may never reap it)."""
+"""How a command runs: the lifeline comes on stdin and moves to fd 3 of a background watcher, which
+reads it and at end of file kills the group. The command runs as ``sh -c`` would run it, with
+nothing on stdin; when it ends, the watcher is ended and reaped here (an orphan would be left to an
+init that may never reap it)."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class _Done:
     """A child that ended on its own: its exit status and output."""
 
@@ -56,11 +59,12 @@ def run_command(
     capture: Mapping[str, str] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Any:
-    """Run ``command`` through the shell in ``folder``; its stdout (UTF-8 JSON or YAML) is the document.
+    """Run ``command`` through the shell in ``folder``; its stdout (UTF-8 JSON or YAML) is the
+    document.
 
-    With ``capture`` (variables pointing the agent at a receiver, added to its environment) the run is read
-    from what the receiver gets, so stdout is not read and None is returned. ``env`` (the model proxy's
-    variables) is added to its environment too, its stdout still read.
+    With ``capture`` (variables pointing the agent at a receiver, added to its environment) the run
+    is read from what the receiver gets, so stdout is not read and None is returned. ``env`` (the
+    model proxy's variables) is added to its environment too, its stdout still read.
     """
     done = _run(
         lambda _: [SHELL, "-c", WATCHED, "sh", command],
@@ -82,9 +86,10 @@ def call_python(
     capture: Mapping[str, str] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Any:
-    """Call ``module:function`` (imported as ``import_folders`` says) with ``args`` in a child process;
-    what it returns (awaited if async) comes back as JSON and is the document (with ``capture`` and ``env``,
-    as for ``run_command``: with ``capture`` what it returns is dropped and None is returned)."""
+    """Call ``module:function`` (imported as ``import_folders`` says) with ``args`` in a child
+    process; what it returns (awaited if async) comes back as JSON and is the document (with
+    ``capture`` and ``env``, as for ``run_command``: with ``capture`` what it returns is dropped and
+    None is returned)."""
     folders = import_folders(folder)
     request = pickle.dumps(
         {
@@ -95,8 +100,13 @@ def call_python(
             "looked": _looked(folders),
         }
     )
-    done = _run(lambda lifeline: [sys.executable, str(CHILD), str(lifeline)], target, timeout, request=request,
-                env=_joined(env, capture))  # fmt: skip
+    done = _run(
+        lambda lifeline: [sys.executable, str(CHILD), str(lifeline)],
+        target,
+        timeout,
+        request=request,
+        env=_joined(env, capture),
+    )
     reply = _reply(done.stdout)
     if reply is None:
         raise SourceError(f"{_ended(done.returncode)} before returning{_tail(done.stderr)}", target)
@@ -110,19 +120,24 @@ def call_python(
 def _joined(
     env: Mapping[str, str] | None, capture: Mapping[str, str] | None
 ) -> Mapping[str, str] | None:
-    """The variables added to a child's environment: ``env`` and ``capture`` together; None when neither is given."""
+    """The variables added to a child's environment: ``env`` and ``capture`` together; None when
+    neither is given."""
     if env is None:
         return capture
     return {**env, **(capture or {})}
 
 
 def import_folders(folder: Path) -> dict[Path, list[str]]:
-    """Where a ``python:`` source of a suite in ``folder`` is imported from, in order, with what each folder is:
-    the suite's folder, the project root (as for golden files), the working directory. The same under
-    ``trajrun run`` and pytest, wherever either puts its own folders on ``sys.path``."""
+    """Where a ``python:`` source of a suite in ``folder`` is imported from, in order, with what
+    each folder is: the suite's folder, the project root (as for golden files), the working
+    directory. The same under ``trajrun run`` and pytest, wherever either puts its own folders on
+    ``sys.path``."""
     folders: dict[Path, list[str]] = {}
-    for path, role in ((folder.absolute(), "the suite's folder"), (project_root(folder), "the project root"),
-                       (Path.cwd(), "the working directory")):  # fmt: skip
+    for path, role in (
+        (folder.absolute(), "the suite's folder"),
+        (project_root(folder), "the project root"),
+        (Path.cwd(), "the working directory"),
+    ):
         folders.setdefault(path, []).append(role)
     return folders
 
@@ -136,7 +151,8 @@ def _looked(folders: dict[Path, list[str]]) -> str:
 
 
 def _import_path() -> list[str]:
-    """This process's ``sys.path`` made absolute: after the folders above, the child finds what trajrun finds."""
+    """This process's ``sys.path`` made absolute: after the folders above, the child finds what
+    trajrun finds."""
     return [os.path.abspath(entry) for entry in sys.path if isinstance(entry, str)]
 
 
@@ -158,10 +174,10 @@ def _run(
     request: bytes | None = None,
     env: Mapping[str, str] | None = None,
 ) -> _Done:
-    """Run a child in a new process group with ``env`` added to its environment, and give it the lifeline: on
-    stdin for a command's wrapper, else on an fd of its own, ``request`` going on stdin (``args`` makes the
-    command line from the lifeline's fd). When the child ends, at the timeout, or when trajrun is interrupted,
-    kill the whole group."""
+    """Run a child in a new process group with ``env`` added to its environment, and give it the
+    lifeline: on stdin for a command's wrapper, else on an fd of its own, ``request`` going on stdin
+    (``args`` makes the command line from the lifeline's fd). When the child ends, at the timeout,
+    or when trajrun is interrupted, kill the whole group."""
     lifeline, held = os.pipe()
     try:
         try:
@@ -187,7 +203,8 @@ def _run(
 def _wait(
     proc: subprocess.Popen[bytes], origin: str, timeout: float, request: bytes | None
 ) -> _Done:
-    """Send ``request``, collect the output and wait for the child; then kill its group, whatever happened."""
+    """Send ``request``, collect the output and wait for the child; then kill its group, whatever
+    happened."""
     try:
         stdout, stderr = proc.communicate(request, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -195,9 +212,8 @@ def _wait(
         raise SourceError(
             f"timed out after {timeout:g}s{_tail(_leftover_stderr(proc))}", origin
         ) from None
-    except (
-        BaseException
-    ):  # trajrun is interrupted (SIGINT, SIGTERM): leave nothing of the child running
+    except BaseException:
+        # trajrun is interrupted (SIGINT, SIGTERM): leave nothing of the child running
         _kill_group(proc)
         _leftover_stderr(proc)
         raise
@@ -206,7 +222,8 @@ def _wait(
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the child's process group: the child and everything it started that did not leave the group."""
+    """SIGKILL the child's process group: the child and everything it started that did not leave the
+    group."""
     try:
         if hasattr(os, "killpg"):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -217,7 +234,8 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _leftover_stderr(proc: subprocess.Popen[bytes]) -> bytes:
-    """A killed child's stderr, once it is reaped; empty when a descendant that left the group holds the pipes."""
+    """A killed child's stderr, once it is reaped; empty when a descendant that left the group holds
+    the pipes."""
     try:
         return proc.communicate(timeout=KILL_GRACE)[1]
     except subprocess.TimeoutExpired:
@@ -239,8 +257,9 @@ def _ended(returncode: int) -> str:
 
 
 def _tail(stderr: bytes) -> str:
-    """The last lines of stderr for a case error message, each behind ``  | ``: a line the agent printed
-    never starts a line of trajrun's output (where a CI runner would read it as a command)."""
+    """The last lines of stderr for a case error message, each behind ``  | ``: a line the agent
+    printed never starts a line of trajrun's output (where a CI runner would read it as a
+    command)."""
     lines = stderr.decode("utf-8", "replace").rstrip().splitlines()[-STDERR_TAIL:]
     return "; stderr:\n  | " + "\n  | ".join(lines) if lines else " (stderr was empty)"
 
@@ -258,9 +277,11 @@ def _text(stdout: bytes, command: str) -> str:
 
 
 def _parse_stdout(text: str, command: str) -> Any:
-    """Decode a command's stdout as JSON, falling back to YAML (trajrun's one dialect, as suites are read).
+    """Decode a command's stdout as JSON, falling back to YAML (trajrun's one dialect, as suites are
+    read).
 
-    JSON past the decoder's limits (nesting too deep, an integer too long) is an error, as in a source file.
+    JSON past the decoder's limits (nesting too deep, an integer too long) is an error, as in a
+    source file.
     """
     try:
         return json.loads(text)
@@ -273,6 +294,5 @@ def _parse_stdout(text: str, command: str) -> Any:
                 command,
             ) from None
     except (RecursionError, ValueError):
-        return parse_json(
-            text, command
-        )  # raises the same problem as a SourceError naming its line and column
+        # raises the same problem as a SourceError naming its line and column
+        return parse_json(text, command)

@@ -1,14 +1,16 @@
-"""Live capture over OTLP/HTTP (``capture: otlp``): a receiver on 127.0.0.1 takes the spans an agent exports.
+"""Live capture over OTLP/HTTP (``capture: otlp``): a receiver on 127.0.0.1 takes the spans an agent
+exports.
 
-``capture_spans`` starts a receiver on a free port for one run of the agent, hands the agent the standard
-variables that point an OTLP exporter at it (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``…_TRACES_ENDPOINT``,
-``…_PROTOCOL``), waits for the agent to end and for its last requests to settle, and returns the exports
-as OTLP/JSON documents for the ``otel`` reader. ``POST /v1/traces`` takes ``application/x-protobuf``
-(decoded with ``opentelemetry-proto``, the ``trajrun[otel]`` extra) and ``application/json``, either
-gzipped. Metrics and logs are answered and dropped. A run missing some of its spans must never pass: a
-request that cannot be read (answered 4xx), one whose connection ends before it is whole, and one still
-arriving ``GRACE`` seconds after the agent ended each make the capture an error. Bodies are read and
-inflated a chunk at a time, counted against one limit shared by all requests of the capture.
+``capture_spans`` starts a receiver on a free port for one run of the agent, hands the agent the
+standard variables that point an OTLP exporter at it (``OTEL_EXPORTER_OTLP_ENDPOINT``,
+``…_TRACES_ENDPOINT``, ``…_PROTOCOL``), waits for the agent to end and for its last requests to
+settle, and returns the exports as OTLP/JSON documents for the ``otel`` reader. ``POST /v1/traces``
+takes ``application/x-protobuf`` (decoded with ``opentelemetry-proto``, the ``trajrun[otel]`` extra)
+and ``application/json``, either gzipped. Metrics and logs are answered and dropped. A run missing
+some of its spans must never pass: a request that cannot be read (answered 4xx), one whose
+connection ends before it is whole, and one still arriving ``GRACE`` seconds after the agent ended
+each make the capture an error. Bodies are read and inflated a chunk at a time, counted against one
+limit shared by all requests of the capture.
 """
 
 from __future__ import annotations
@@ -42,11 +44,13 @@ PROTOCOL = "http/protobuf"
 SETTLE = 0.2
 """Seconds with no request in flight after which an ended agent's export is taken as complete."""
 GRACE = 3.0
-"""The longest wait for an ended agent's last requests; one still arriving then makes the capture an error."""
+"""The longest wait for an ended agent's last requests; one still arriving then makes the capture an
+error."""
 CHUNK = 1 << 20
 """Bytes read from a connection, or inflated from gzip, at a time."""
 CLIP = 200
-"""The most characters of a message from http.server (it quotes the request line) that a problem keeps."""
+"""The most characters of a message from http.server (it quotes the request line) that a problem
+keeps."""
 MAX_LENGTH_DIGITS = 18
 """The most digits a Content-Length may have: 10**18 bytes is past any limit on a source."""
 BIND_ATTEMPTS = 5
@@ -58,7 +62,8 @@ _ARRIVING, _WORKING = "arriving", "working"
 
 
 class _Rejected(Exception):
-    """A request the receiver answers with an error status; the message joins the capture's problems."""
+    """A request the receiver answers with an error status; the message joins the capture's
+    problems."""
 
     def __init__(self, status: int, problem: str) -> None:
         super().__init__(problem)
@@ -66,9 +71,9 @@ class _Rejected(Exception):
 
 
 def capture_spans(run: Callable[[Mapping[str, str]], object], origin: str) -> list[dict[str, Any]]:
-    """Run the agent (``run`` gets the variables to add to its environment) with a receiver of its own, and return
-    the OTLP/JSON exports it sent; no spans at all, or a request rejected, lost or still arriving after ``GRACE``,
-    is a ``SourceError``."""
+    """Run the agent (``run`` gets the variables to add to its environment) with a receiver of its
+    own, and return the OTLP/JSON exports it sent; no spans at all, or a request rejected, lost or
+    still arriving after ``GRACE``, is a ``SourceError``."""
     require_extra("otel", "capture: otlp", origin)
     _protobuf_reader()  # import protobuf here, not in the first request's thread
     receiver = Receiver(origin)
@@ -83,8 +88,8 @@ def capture_spans(run: Callable[[Mapping[str, str]], object], origin: str) -> li
 class Receiver:
     """An OTLP/HTTP receiver on 127.0.0.1, on a port of its own, serving in a background thread.
 
-    A request is in flight from its first byte: *arriving* until it has been read as far as it will be,
-    then *working* until its export or problem is kept.
+    A request is in flight from its first byte: *arriving* until it has been read as far as it will
+    be, then *working* until its export or problem is kept.
     """
 
     def __init__(self, origin: str) -> None:
@@ -101,10 +106,12 @@ class Receiver:
         self._server = _bind(self, origin)
         base = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.variables = {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": base, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": base + TRACES,
-            "OTEL_EXPORTER_OTLP_PROTOCOL": PROTOCOL, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": PROTOCOL,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": base,
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": base + TRACES,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": PROTOCOL,
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": PROTOCOL,
             **{name: _no_proxy(os.environ.get(name)) for name in ("NO_PROXY", "no_proxy")},
-        }  # fmt: skip
+        }
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), daemon=True
         )
@@ -113,9 +120,9 @@ class Receiver:
     def handle(
         self, path: str, headers: Message, body: bytes | bytearray
     ) -> tuple[int, bytes, str, Any]:
-        """Answer one request read whole (its body already counted by ``reserve``): status, body, content
-        type, and the OTLP trace export it carried (None for other paths); a body that cannot be read is
-        ``_Rejected``."""
+        """Answer one request read whole (its body already counted by ``reserve``): status, body,
+        content type, and the OTLP trace export it carried (None for other paths); a body that
+        cannot be read is ``_Rejected``."""
         path = path.split("?", 1)[0]
         with self._lock:
             self._paths[path] = self._paths.get(path, 0) + 1
@@ -132,7 +139,8 @@ class Receiver:
         return 200, b"{}" if json_type else b"", reply_type, export
 
     def _decoded(self, headers: Message, body: bytes | bytearray) -> bytes | bytearray:
-        """The body without its ``Content-Encoding`` (gzip or none); inflated bytes are counted as they come."""
+        """The body without its ``Content-Encoding`` (gzip or none); inflated bytes are counted as
+        they come."""
         encoding = headers.get("Content-Encoding", "identity").strip().lower()
         if encoding in ("identity", ""):
             return body
@@ -145,8 +153,9 @@ class Receiver:
         return data
 
     def _inflate(self, body: bytes | bytearray) -> bytearray:
-        """A gzip body (one member or several) inflated a chunk at a time, each counted before the next; the
-        input is fed a chunk at a time too, so zlib's copies of what it has not read stay small."""
+        """A gzip body (one member or several) inflated a chunk at a time, each counted before the
+        next; the input is fed a chunk at a time too, so zlib's copies of what it has not read stay
+        small."""
         out, view = bytearray(), memoryview(body)
         inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
@@ -170,8 +179,8 @@ class Receiver:
         return out
 
     def reserve(self, size: int) -> None:
-        """Count ``size`` more bytes held for the capture against ``TRAJRUN_MAX_SOURCE_BYTES`` (all requests of
-        one capture together); past it, ``_Rejected`` (413)."""
+        """Count ``size`` more bytes held for the capture against ``TRAJRUN_MAX_SOURCE_BYTES`` (all
+        requests of one capture together); past it, ``_Rejected`` (413)."""
         with self._lock:
             self._bytes += size
             over = self._bytes > self.limit
@@ -190,8 +199,8 @@ class Receiver:
             self._last = time.monotonic()
 
     def arrived(self) -> bool:
-        """A request has been read whole and is to be answered; False once the receiver stopped waiting for
-        requests (``settle`` counted it as unfinished)."""
+        """A request has been read whole and is to be answered; False once the receiver stopped
+        waiting for requests (``settle`` counted it as unfinished)."""
         with self._lock:
             self._arriving -= 1
             self._last = time.monotonic()
@@ -201,9 +210,9 @@ class Receiver:
             return True
 
     def keep(self, export: Any, problem: str | None, arrived: bool) -> None:
-        """A request's outcome: its export, or the problem that makes the capture an error (the outcome of a
-        request that had not ``arrived`` is dropped once the receiver stopped waiting: it was counted as
-        unfinished)."""
+        """A request's outcome: its export, or the problem that makes the capture an error (the
+        outcome of a request that had not ``arrived`` is dropped once the receiver stopped waiting:
+        it was counted as unfinished)."""
         with self._lock:
             if arrived:
                 self._working -= 1
@@ -231,8 +240,9 @@ class Receiver:
                 self._connections.discard(connection)
 
     def settle(self) -> None:
-        """Wait until no request has been in flight for ``SETTLE`` seconds (at most ``GRACE``), then stop
-        waiting: requests still arriving count as unfinished, those read whole are finished first."""
+        """Wait until no request has been in flight for ``SETTLE`` seconds (at most ``GRACE``), then
+        stop waiting: requests still arriving count as unfinished, those read whole are finished
+        first."""
         deadline = time.monotonic() + GRACE
         with self._lock:
             while time.monotonic() < deadline:
@@ -244,7 +254,8 @@ class Receiver:
             self._lock.wait_for(lambda: self._working == 0)
 
     def close(self) -> None:
-        """Stop serving, free the port, and end the connections still open (their threads then end)."""
+        """Stop serving, free the port, and end the connections still open (their threads then
+        end)."""
         with self._lock:
             self._stopped = True
             connections = list(self._connections)
@@ -257,15 +268,18 @@ class Receiver:
                 pass
 
     def exports(self) -> list[dict[str, Any]]:
-        """The trace exports received; a request lost, rejected or unfinished, or no span at all, is an error
-        saying why."""
+        """The trace exports received; a request lost, rejected or unfinished, or no span at all, is
+        an error saying why."""
         problems = list(self._problems)
         if self._unfinished:
             count = self._unfinished
-            problems.insert(0, f"{count} request{'s' if count != 1 else ''} to the OTLP receiver "
-                               f"{'were' if count != 1 else 'was'} still arriving {GRACE:g}s after the agent "
-                               f"ended, so spans are missing; {FLUSH} and leave no process of it exporting "
-                               "afterwards")  # fmt: skip
+            problems.insert(
+                0,
+                f"{count} request{'s' if count != 1 else ''} to the OTLP receiver "
+                f"{'were' if count != 1 else 'was'} still arriving {GRACE:g}s after the agent "
+                f"ended, so spans are missing; {FLUSH} and leave no process of it exporting "
+                "afterwards",
+            )
         if problems:
             more = len(problems) - 1
             also = f" ({more} more request{'s' if more != 1 else ''} failed)" if more else ""
@@ -275,7 +289,8 @@ class Receiver:
         return self._exports
 
     def _nothing(self) -> str:
-        """Why no span arrived, as far as the receiver can tell: the variables set, the requests seen, conflicts."""
+        """Why no span arrived, as far as the receiver can tell: the variables set, the requests
+        seen, conflicts."""
         first, second, third = (
             f"{name}={self.variables[name]}" for name in list(self.variables)[:3]
         )
@@ -285,15 +300,19 @@ class Receiver:
             if seen
             else "no request reached it"
         )
-        return (f"no spans arrived: trajrun set {first}, {second} and {third} for the agent, and {got}; export spans "
-                "with an OTLP/HTTP span exporter, which reads these variables (Python: "
-                "opentelemetry-exporter-otlp-proto-http's OTLPSpanExporter), flush it before the agent ends "
-                "(TracerProvider.shutdown() or force_flush()), and have a command that starts the agent elsewhere "
-                f"(a container, a clean environment) pass the variables on{_conflicts()}")  # fmt: skip
+        return (
+            f"no spans arrived: trajrun set {first}, {second} and {third} for the agent, and "
+            f"{got}; export spans with an OTLP/HTTP span exporter, which reads these variables "
+            "(Python: opentelemetry-exporter-otlp-proto-http's OTLPSpanExporter), flush it before "
+            "the agent ends (TracerProvider.shutdown() or force_flush()), and have a command that "
+            "starts the agent elsewhere (a container, a clean environment) pass the variables "
+            f"on{_conflicts()}"
+        )
 
 
 def _conflicts() -> str:
-    """Variables in trajrun's environment that keep an SDK from exporting, as a note for the no-spans error."""
+    """Variables in trajrun's environment that keep an SDK from exporting, as a note for the
+    no-spans error."""
     notes = []
     if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         notes.append("OTEL_SDK_DISABLED=true turns the SDK off")
@@ -305,8 +324,11 @@ def _conflicts() -> str:
 
 def _too_large(what: str, limit: int) -> _Rejected:
     """The answer to a request, or exports together, past ``TRAJRUN_MAX_SOURCE_BYTES``."""
-    return _Rejected(413, f"{what} more than {limit:,} bytes, the limit on one source document; set "
-                          f"{MAX_SOURCE_BYTES_VAR} to a larger number of bytes")  # fmt: skip
+    return _Rejected(
+        413,
+        f"{what} more than {limit:,} bytes, the limit on one source document; set "
+        f"{MAX_SOURCE_BYTES_VAR} to a larger number of bytes",
+    )
 
 
 def _answered(status: int, problem: str) -> str:
@@ -339,7 +361,8 @@ def _clip(text: str) -> str:
 
 
 def _content_length(headers: Message, limit: int) -> int:
-    """The body's length from the request's one ``Content-Length`` of ASCII digits, at most ``limit``."""
+    """The body's length from the request's one ``Content-Length`` of ASCII digits, at most
+    ``limit``."""
     values = headers.get_all("Content-Length") or []
     if not values or headers.get("Transfer-Encoding") is not None:
         raise _Rejected(411, "a request without Content-Length (a chunked body); send its length")
@@ -349,27 +372,35 @@ def _content_length(headers: Message, limit: int) -> int:
         )
     text = values[0].strip(" \t")
     if not (text.isascii() and text.isdigit()):
-        raise _Rejected(400, f"a Content-Length that is not a number of bytes ({_quote(text)}); send the body's "
-                             "length in ASCII digits")  # fmt: skip
+        raise _Rejected(
+            400,
+            f"a Content-Length that is not a number of bytes ({_quote(text)}); send the body's "
+            "length in ASCII digits",
+        )
     if len(text) > MAX_LENGTH_DIGITS or int(text) > limit:
         raise _too_large("a request of", limit)
     return int(text)
 
 
 def _no_proxy(current: str | None) -> str:
-    """``NO_PROXY`` with 127.0.0.1 added, so an HTTP proxy set for the agent never carries its exports."""
+    """``NO_PROXY`` with 127.0.0.1 added, so an HTTP proxy set for the agent never carries its
+    exports."""
     return f"{current},127.0.0.1" if current else "127.0.0.1"
 
 
 def _export(headers: Message, body: bytes | bytearray) -> dict[str, Any]:
-    """The request as an OTLP/JSON ``ExportTraceServiceRequest`` (ids in hex), from protobuf or JSON."""
+    """The request as an OTLP/JSON ``ExportTraceServiceRequest`` (ids in hex), from protobuf or
+    JSON."""
     content_type = headers.get("Content-Type", "").split(";")[0].strip().lower()
     if content_type == "application/x-protobuf":
         return _protobuf_reader()(body)
     if content_type == "application/json":
         return _json_export(body)
-    raise _Rejected(415, f"Content-Type {_quote(content_type) if content_type else '(none)'} is not OTLP; send "
-                         "application/x-protobuf (http/protobuf) or application/json (http/json)")  # fmt: skip
+    raise _Rejected(
+        415,
+        f"Content-Type {_quote(content_type) if content_type else '(none)'} is not OTLP; send "
+        "application/x-protobuf (http/protobuf) or application/json (http/json)",
+    )
 
 
 def _json_export(body: bytes | bytearray) -> dict[str, Any]:
@@ -379,27 +410,32 @@ def _json_export(body: bytes | bytearray) -> dict[str, Any]:
     except (ValueError, RecursionError) as exc:
         raise _Rejected(400, f"a malformed OTLP/JSON body ({exc})") from None
     if not isinstance(export, dict) or not isinstance(export.get("resourceSpans", []), list):
-        raise _Rejected(400, "a JSON body that is not an OTLP ExportTraceServiceRequest (expected an object with a "
-                             "resourceSpans list)")  # fmt: skip
+        raise _Rejected(
+            400,
+            "a JSON body that is not an OTLP ExportTraceServiceRequest (expected an object with a "
+            "resourceSpans list)",
+        )
     return export
 
 
 @functools.lru_cache(maxsize=1)
 def _protobuf_reader() -> Callable[[bytes | bytearray], dict[str, Any]]:
     """The reader of OTLP/protobuf bodies, built on ``opentelemetry-proto`` (imported once)."""
-    from google.protobuf.json_format import (
+    from google.protobuf.json_format import (  # deferred: the optional trajrun[otel] extra
         MessageToDict,
-    )  # deferred: the optional trajrun[otel] extra
+    )
     from google.protobuf.message import DecodeError  # deferred: as above
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # deferred: as above
         ExportTraceServiceRequest,
     )
 
     def read(body: bytes | bytearray) -> dict[str, Any]:
-        """``ExportTraceServiceRequest`` bytes as OTLP/JSON: camelCase, enums as numbers, ids in hex."""
+        """``ExportTraceServiceRequest`` bytes as OTLP/JSON: camelCase, enums as numbers, ids in
+        hex."""
         request = ExportTraceServiceRequest()
         try:
-            request.ParseFromString(body)
+            # protobuf parses any buffer, a bytearray too; its stubs ask for bytes
+            request.ParseFromString(cast(bytes, body))
         except DecodeError as exc:
             raise _Rejected(400, f"a malformed OTLP/protobuf body ({exc})") from None
         return _hex_ids(MessageToDict(request, use_integers_for_enums=True))
@@ -415,7 +451,8 @@ def _spans(export: dict[str, Any]) -> list[Any]:
 
 
 def _hex_ids(export: dict[str, Any]) -> dict[str, Any]:
-    """Trace and span ids as OTLP/JSON writes them (hex), not as protobuf's JSON mapping does (base64)."""
+    """Trace and span ids as OTLP/JSON writes them (hex), not as protobuf's JSON mapping does
+    (base64)."""
     for span in _spans(export):
         for key in _IDS:
             if isinstance(span.get(key), str):
@@ -427,7 +464,8 @@ def _hex_ids(export: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Server(ThreadingHTTPServer):
-    """The HTTP server of one ``Receiver``; binding never looks the host name up (no DNS on loopback)."""
+    """The HTTP server of one ``Receiver``; binding never looks the host name up (no DNS on
+    loopback)."""
 
     daemon_threads = True
 
@@ -441,20 +479,24 @@ class _Server(ThreadingHTTPServer):
         self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A connection that could not be served (no thread for it, say): a problem of the capture, not a
-        traceback on stderr."""
-        self.receiver.fail(f"the OTLP receiver could not serve a connection, so spans may be missing: "
-                           f"{_exception()}")  # fmt: skip
+        """A connection that could not be served (no thread for it, say): a problem of the capture,
+        not a traceback on stderr."""
+        self.receiver.fail(
+            f"the OTLP receiver could not serve a connection, so spans may be missing: "
+            f"{_exception()}"
+        )
 
 
 def _exception() -> str:
-    """The exception being handled, as ``Name: message`` (at most ``CLIP`` characters of the message)."""
+    """The exception being handled, as ``Name: message`` (at most ``CLIP`` characters of the
+    message)."""
     exc = sys.exc_info()[1]
     return f"{type(exc).__name__}: {_clip(str(exc))}"
 
 
 def _bind(receiver: Receiver, origin: str) -> _Server:
-    """A server on a free port of 127.0.0.1; a port found taken when binding is retried on another."""
+    """A server on a free port of 127.0.0.1; a port found taken when binding is retried on
+    another."""
     attempt = 1
     while True:
         try:
@@ -468,7 +510,8 @@ def _bind(receiver: Receiver, origin: str) -> _Server:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """One connection to the receiver: OTLP exporters keep it open (HTTP/1.1) for their next batch."""
+    """One connection to the receiver: OTLP exporters keep it open (HTTP/1.1) for their next
+    batch."""
 
     server: _Server
     protocol_version = "HTTP/1.1"
@@ -486,8 +529,8 @@ class _Handler(BaseHTTPRequestHandler):
         super().finish()
 
     def handle_one_request(self) -> None:
-        """One request, in flight from its first byte until its outcome is kept; a connection that fails on the
-        way loses the request (a problem of the capture), never prints a traceback."""
+        """One request, in flight from its first byte until its outcome is kept; a connection that
+        fails on the way loses the request (a problem of the capture), never prints a traceback."""
         try:
             if not cast(io.BufferedReader, self.rfile).peek(1):  # closed between requests
                 self.close_connection = True
@@ -512,7 +555,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._keep()
 
     def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
-        """Read the body (it must say its length), a chunk at a time, and let the receiver answer it."""
+        """Read the body (it must say its length), a chunk at a time, and let the receiver answer
+        it."""
         receiver = self.server.receiver
         try:
             length = _content_length(self.headers, receiver.limit)
@@ -537,7 +581,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(status, reply, content_type)
 
     def _body(self, length: int) -> bytearray | None:
-        """The body, a chunk at a time; None when the connection ends first (the request is lost)."""
+        """The body, a chunk at a time; None when the connection ends first (the request is
+        lost)."""
         body = bytearray()
         try:
             while len(body) < length and (
@@ -574,8 +619,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's answer to a request it could not parse (kept as a problem of the capture) or to a method
-        other than POST (answered, nothing more)."""
+        """http.server's answer to a request it could not parse (kept as a problem of the capture)
+        or to a method other than POST (answered, nothing more)."""
         self.close_connection = True
         if code != HTTPStatus.NOT_IMPLEMENTED:
             self._keep(

@@ -1,20 +1,23 @@
-"""The model proxy of a live source (``cassette:``, ``capture: wire``): an HTTP server on 127.0.0.1 that the agent's
-model client talks to instead of the provider, so that its traffic can be recorded, replayed and read.
+"""The model proxy of a live source (``cassette:``, ``capture: wire``): an HTTP server on 127.0.0.1
+that the agent's model client talks to instead of the provider, so that its traffic can be recorded,
+replayed and read.
 
-The agent gets ``OPENAI_BASE_URL`` (``…/openai``) and ``ANTHROPIC_BASE_URL`` (``…/anthropic``) pointing here.
-Recording, each request goes on to the upstream those variables held in trajrun's environment (else the
-providers' APIs) and its answer, JSON or server-sent events, is passed back as it comes (a stream stays a
-stream) and kept as an *exchange*. Replaying, each request is answered from the recorded exchange it equals
-and no socket leaves the machine. Headers are never kept: the key the agent sends (``Authorization``,
-``x-api-key``) reaches the upstream only, query parameters named like keys are left out, and a key that
-turns up in a body is replaced by ``<redacted>``. Bodies count against ``TRAJRUN_MAX_SOURCE_BYTES``, all
-requests of a run together; the upstream has ``TRAJRUN_UPSTREAM_TIMEOUT`` seconds to send each part.
+The agent gets ``OPENAI_BASE_URL`` (``…/openai``) and ``ANTHROPIC_BASE_URL`` (``…/anthropic``)
+pointing here. Recording, each request goes on to the upstream those variables held in trajrun's
+environment (else the providers' APIs) and its answer, JSON or server-sent events, is passed back as
+it comes (a stream stays a stream) and kept as an *exchange*. Replaying, each request is answered
+from the recorded exchange it equals and no socket leaves the machine. Headers are never kept: the
+key the agent sends (``Authorization``, ``x-api-key``) reaches the upstream only, query parameters
+named like keys are left out, and a key that turns up in a body is replaced by ``<redacted>``.
+Bodies count against ``TRAJRUN_MAX_SOURCE_BYTES``, all requests of a run together; the upstream has
+``TRAJRUN_UPSTREAM_TIMEOUT`` seconds to send each part.
 """
 
 from __future__ import annotations
 
 import errno
 import http.client
+import io
 import json
 import os
 import socketserver
@@ -39,15 +42,19 @@ APIS = {"openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
 """Each provider the proxy serves: the variable naming its base URL, and its default upstream."""
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 REPLAY_KEY = "trajrun-replay-no-key"
-"""The key a replayed agent gets when it has none: SDKs refuse to start without one, and replay sends it nowhere."""
+"""The key a replayed agent gets when it has none: SDKs refuse to start without one, and replay
+sends it nowhere."""
 VOLATILE = ("stream_options", "user", "metadata", "prompt_cache_key", "safety_identifier")
-"""Top-level request fields left out of an exchange: they change between runs, or say nothing about the run."""
+"""Top-level request fields left out of an exchange: they change between runs, or say nothing about
+the run."""
 SECRET_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 SECRET_PARAMS = ("key", "token", "secret", "sig", "auth", "password", "credential")
 """A query parameter whose name holds one of these is left out of an exchange."""
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer",
-                        "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding"})  # fmt: skip
-"""Request headers not passed on as they came (the upstream gets its own ``Host`` and an uncompressed answer)."""
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authorization", "proxy-connection",
+                        "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length",
+                        "accept-encoding"})  # fmt: skip
+"""Request headers not passed on as they came (the upstream gets its own ``Host`` and an
+uncompressed answer)."""
 PASSED_BACK = ("content-type", "x-request-id", "request-id", "retry-after", "openai-processing-ms")
 UPSTREAM_TIMEOUT_VAR = "TRAJRUN_UPSTREAM_TIMEOUT"
 DEFAULT_UPSTREAM_TIMEOUT = 120.0
@@ -76,14 +83,18 @@ def upstream_timeout() -> float:
 
 
 def upstreams(origin: str) -> dict[str, urllib.parse.SplitResult]:
-    """Where each provider's requests go: trajrun's own ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL``, else the default."""
+    """Where each provider's requests go: trajrun's own ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL``,
+    else the default."""
     out = {}
     for api, (variable, default) in APIS.items():
         url = os.environ.get(variable, "").strip() or default
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise SourceError(f"{variable} is '{inline(url)}', not an http:// or https:// URL, so the model proxy "
-                              f"cannot forward to it; fix or unset it", origin)  # fmt: skip
+            raise SourceError(
+                f"{variable} is '{inline(url)}', not an http:// or https:// URL, so the model "
+                "proxy cannot forward to it; fix or unset it",
+                origin,
+            )
         out[api] = parts
     return out
 
@@ -91,9 +102,9 @@ def upstreams(origin: str) -> dict[str, urllib.parse.SplitResult]:
 class ModelProxy:
     """An HTTP proxy on 127.0.0.1 for one run of an agent, serving in background threads.
 
-    With ``replay`` (a cassette's name and exchanges) it answers from those alone; else it forwards to
-    ``upstreams``. ``exchanges`` are the run's, in the order requests arrived; ``problems`` what makes the run
-    an error (the first one is reported).
+    With ``replay`` (a cassette's name and exchanges) it answers from those alone; else it forwards
+    to ``upstreams``. ``exchanges`` are the run's, in the order requests arrived; ``problems`` what
+    makes the run an error (the first one is reported).
     """
 
     def __init__(
@@ -127,7 +138,8 @@ class ModelProxy:
 
     @property
     def exchanges(self) -> list[Exchange]:
-        """The exchanges of the run so far, in the order their requests arrived (those that failed left out)."""
+        """The exchanges of the run so far, in the order their requests arrived (those that failed
+        left out)."""
         with self._lock:
             return [slot for slot in self._slots if slot is not None]
 
@@ -145,7 +157,8 @@ class ModelProxy:
             self._lock.notify_all()
 
     def failed(self) -> str | None:
-        """The first problem so far, for a request that comes after it (answered at once, forwarded nowhere)."""
+        """The first problem so far, for a request that comes after it (answered at once, forwarded
+        nowhere)."""
         with self._lock:
             return self._problems[0] if self._problems else None
 
@@ -173,17 +186,21 @@ class ModelProxy:
         return redact(value, secrets)
 
     def reserve(self, size: int) -> None:
-        """Count ``size`` more bytes of the run's traffic; past ``TRAJRUN_MAX_SOURCE_BYTES``, ``Refused`` (413)."""
+        """Count ``size`` more bytes of the run's traffic; past ``TRAJRUN_MAX_SOURCE_BYTES``,
+        ``Refused`` (413)."""
         with self._lock:
             self._bytes += size
             over = self._bytes > self.limit
         if over:
-            raise Refused(413, f"the model traffic is more than {self.limit:,} bytes, the limit on one source "
-                               f"document; set {MAX_SOURCE_BYTES_VAR} to a larger number of bytes")  # fmt: skip
+            raise Refused(
+                413,
+                f"the model traffic is more than {self.limit:,} bytes, the limit on one source "
+                f"document; set {MAX_SOURCE_BYTES_VAR} to a larger number of bytes",
+            )
 
     def match(self, request: dict[str, Any]) -> tuple[int, Exchange]:
-        """The first unused recorded exchange whose request equals ``request``; none is ``Refused`` naming the
-        next unused exchange and the first field where the request differs from it."""
+        """The first unused recorded exchange whose request equals ``request``; none is ``Refused``
+        naming the next unused exchange and the first field where the request differs from it."""
         assert self.replay is not None
         name, recorded = self.replay
         with self._lock:
@@ -195,13 +212,19 @@ class ModelProxy:
             count = len(self._used) + 1
         shown = f"{request['method']} /{request['api']}{request['path']}"
         if not unused:
-            raise Refused(400, f"request {count} ({shown}) is not in cassette {name}, whose {len(recorded)} "
-                               f"exchange{'s' if len(recorded) != 1 else ''} the agent already used: the agent "
-                               f"asks the model more than when it was recorded; {RECORD}")  # fmt: skip
+            raise Refused(
+                400,
+                f"request {count} ({shown}) is not in cassette {name}, whose {len(recorded)} "
+                f"exchange{'s' if len(recorded) != 1 else ''} the agent already used: the agent "
+                f"asks the model more than when it was recorded; {RECORD}",
+            )
         where, then, now = first_difference(recorded[unused[0]]["request"], request)
-        raise Refused(400, f"request {count} ({shown}) differs from exchange {unused[0] + 1} of cassette {name} at "
-                           f"{where}: the cassette has {then}, the agent sent {now}; a prompt, a tool result or the "
-                           f"agent's settings changed (if on purpose, {RECORD})")  # fmt: skip
+        raise Refused(
+            400,
+            f"request {count} ({shown}) differs from exchange {unused[0] + 1} of cassette {name} "
+            f"at {where}: the cassette has {then}, the agent sent {now}; a prompt, a tool result "
+            f"or the agent's settings changed (if on purpose, {RECORD})",
+        )
 
     def settle(self) -> None:
         """Wait, at most ``SETTLE`` seconds, for requests still in flight once the agent ended."""
@@ -218,33 +241,43 @@ class ModelProxy:
         self._server.server_close()
 
     def check(self) -> None:
-        """Raise the run's first problem; none at all reached the proxy, or recorded exchanges left unused, too."""
+        """Raise the run's first problem; none at all reached the proxy, or recorded exchanges left
+        unused, too."""
         with self._lock:
             problems, slots, used = list(self._problems), len(self._slots), len(self._used)
         if problems:
             more = len(problems) - 1
-            raise SourceError(problems[0] + (f" ({more} more problem{'s' if more != 1 else ''})" if more else ""),
-                              self.origin)  # fmt: skip
+            raise SourceError(
+                problems[0] + (f" ({more} more problem{'s' if more != 1 else ''})" if more else ""),
+                self.origin,
+            )
         if not slots:
             shown = " and ".join(f"{name}={self.variables[name]}" for name, _ in APIS.values())
-            raise SourceError(f"no request reached the model proxy: trajrun set {shown} for the agent; have its model "
-                              "client take its base URL from these variables (the openai and anthropic SDKs do "
-                              "when given no base_url), and have a command that starts the agent elsewhere (a "
-                              "container, a clean environment) pass them on", self.origin)  # fmt: skip
+            raise SourceError(
+                f"no request reached the model proxy: trajrun set {shown} for the agent; have its "
+                "model client take its base URL from these variables (the openai and anthropic "
+                "SDKs do when given no base_url), and have a command that starts the agent "
+                "elsewhere (a container, a clean environment) pass them on",
+                self.origin,
+            )
         if self.replay is not None and used < len(self.replay[1]):
             name, recorded = self.replay
             left = min(set(range(len(recorded))) - self._used)
             request = recorded[left]["request"]
-            raise SourceError(f"the agent ended after {used} of the {len(recorded)} exchanges in cassette {name}: "
-                              f"exchange {left + 1} ({request['method']} /{request['api']}{request['path']}) was "
-                              f"never requested, so the agent stops earlier than when it was recorded; "
-                              f"{RECORD} if that is intended", self.origin)  # fmt: skip
+            raise SourceError(
+                f"the agent ended after {used} of the {len(recorded)} exchanges in cassette "
+                f"{name}: exchange {left + 1} ({request['method']} "
+                f"/{request['api']}{request['path']}) was never requested, so the agent stops "
+                f"earlier than when it was recorded; {RECORD} if that is intended",
+                self.origin,
+            )
 
 
 def run_through(run: Callable[[Mapping[str, str]], Any], proxy: ModelProxy) -> Any:
-    """Run the agent (``run`` gets the variables to add to its environment) through ``proxy`` and return what it
-    returned. A problem of the proxy (a request that differs from the cassette, an upstream that failed) is the
-    error even when the agent then failed too: it is why the agent failed."""
+    """Run the agent (``run`` gets the variables to add to its environment) through ``proxy`` and
+    return what it returned. A problem of the proxy (a request that differs from the cassette, an
+    upstream that failed) is the error even when the agent then failed too: it is why the agent
+    failed."""
     failure: SourceError | None = None
     try:
         try:
@@ -261,7 +294,8 @@ def run_through(run: Callable[[Mapping[str, str]], Any], proxy: ModelProxy) -> A
 
 
 def redact(value: Any, secrets: set[str]) -> Any:
-    """``value`` with every string holding one of ``secrets`` rewritten to hold ``<redacted>`` instead."""
+    """``value`` with every string holding one of ``secrets`` rewritten to hold ``<redacted>``
+    instead."""
     if not secrets:
         return value
     if isinstance(value, str):
@@ -276,11 +310,14 @@ def redact(value: Any, secrets: set[str]) -> Any:
 
 
 def normalized(api: str, method: str, target: str, body: Any) -> dict[str, Any]:
-    """A request as an exchange keeps it: the path after the provider's prefix with key-like query parameters
-    left out, and the JSON body without its ``VOLATILE`` fields."""
+    """A request as an exchange keeps it: the path after the provider's prefix with key-like query
+    parameters left out, and the JSON body without its ``VOLATILE`` fields."""
     parts = urllib.parse.urlsplit(target)
-    query = [(name, value) for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-             if not any(word in name.lower() for word in SECRET_PARAMS)]  # fmt: skip
+    query = [
+        (name, value)
+        for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if not any(word in name.lower() for word in SECRET_PARAMS)
+    ]
     path = parts.path + ("?" + urllib.parse.urlencode(query) if query else "")
     if isinstance(body, dict):
         body = {key: value for key, value in body.items() if key not in VOLATILE}
@@ -290,7 +327,8 @@ def normalized(api: str, method: str, target: str, body: Any) -> dict[str, Any]:
 def first_difference(
     recorded: Any, sent: Any, path: tuple[str | int, ...] = ()
 ) -> tuple[str, str, str]:
-    """Where two requests first differ (``body.messages[2].content``) and each side's value there, quoted."""
+    """Where two requests first differ (``body.messages[2].content``) and each side's value there,
+    quoted."""
     if isinstance(recorded, dict) and isinstance(sent, dict):
         for key in (*recorded, *(k for k in sent if k not in recorded)):
             if key not in sent or key not in recorded or recorded[key] != sent[key]:
@@ -298,7 +336,7 @@ def first_difference(
                     recorded.get(key, _ABSENT), sent.get(key, _ABSENT), (*path, key)
                 )
     elif isinstance(recorded, list) and isinstance(sent, list):
-        for i, (one, other) in enumerate(zip(recorded, sent)):
+        for i, (one, other) in enumerate(zip(recorded, sent, strict=False)):
             if one != other:
                 return first_difference(one, other, (*path, i))
         if len(recorded) != len(sent):
@@ -314,7 +352,8 @@ _ABSENT = object()
 
 
 def _shown(value: Any) -> str:
-    """A value for a message: JSON, on one line, at most ``CLIP`` characters; ``nothing`` for a missing one."""
+    """A value for a message: JSON, on one line, at most ``CLIP`` characters; ``nothing`` for a
+    missing one."""
     if value is _ABSENT:
         return "nothing"
     text = inline(json.dumps(value, ensure_ascii=False))
@@ -333,8 +372,8 @@ def sse(events: list[dict[str, Any]]) -> bytes:
 
 
 class EventReader:
-    """Server-sent events parsed as their bytes pass through: ``{"event"?, "data"}``, data decoded when it is a
-    JSON object or list. A stream that is not UTF-8 is ``Refused``."""
+    """Server-sent events parsed as their bytes pass through: ``{"event"?, "data"}``, data decoded
+    when it is a JSON object or list. A stream that is not UTF-8 is ``Refused``."""
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
@@ -385,7 +424,8 @@ def _data(text: str) -> Any:
 
 
 def _no_proxy(current: str | None) -> str:
-    """``NO_PROXY`` with 127.0.0.1 added, so an HTTP proxy set for the agent never carries its model calls."""
+    """``NO_PROXY`` with 127.0.0.1 added, so an HTTP proxy set for the agent never carries its model
+    calls."""
     return f"{current},127.0.0.1" if current else "127.0.0.1"
 
 
@@ -404,14 +444,16 @@ class _Server(ThreadingHTTPServer):
         self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A connection that could not be served: a problem of the run, not a traceback on stderr."""
+        """A connection that could not be served: a problem of the run, not a traceback on
+        stderr."""
         exc = sys.exc_info()[1]
         self.proxy.fail(f"the model proxy could not serve a connection: {type(exc).__name__}: "
                         f"{inline(str(exc))[:200]}")  # fmt: skip
 
 
 def _bind(proxy: ModelProxy, origin: str) -> _Server:
-    """A server on a free port of 127.0.0.1; a port found taken when binding is retried on another."""
+    """A server on a free port of 127.0.0.1; a port found taken when binding is retried on
+    another."""
     for attempt in range(1, BIND_ATTEMPTS + 1):
         try:
             return _Server(proxy)
@@ -427,14 +469,16 @@ class _Handler(BaseHTTPRequestHandler):
     """One connection from the agent's model client (kept open between requests, HTTP/1.1)."""
 
     server: _Server
+    rfile: io.BufferedReader  # buffered: StreamRequestHandler's rbufsize is -1
     protocol_version = "HTTP/1.1"
     timeout = 60
     _began = False
 
     def handle_one_request(self) -> None:
-        """One request; a connection closed or reset between requests (a client done with it) is no problem."""
+        """One request; a connection closed or reset between requests (a client done with it) is no
+        problem."""
         try:
-            if not self.rfile.peek(1):  # type: ignore[attr-defined]
+            if not self.rfile.peek(1):
                 self.close_connection = True
                 return
         except OSError:
@@ -449,7 +493,8 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_PATCH = do_DELETE = do_POST
 
     def _serve(self) -> None:
-        """Answer one request from the cassette or the upstream; a problem is kept and answered with an error."""
+        """Answer one request from the cassette or the upstream; a problem is kept and answered with
+        an error."""
         proxy = self.server.proxy
         slot = proxy.begin()
         self._began = False
@@ -473,8 +518,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._error(exc.status, exc.problem)
         except OSError as exc:  # the agent's connection broke: its request is lost
             self.close_connection = True
-            proxy.fail(f"the agent's connection to the model proxy failed ({exc.strerror or exc}), so a model call "
-                       "is missing")  # fmt: skip
+            proxy.fail(
+                f"the agent's connection to the model proxy failed ({exc.strerror or exc}), so a "
+                "model call is missing"
+            )
         finally:
             proxy.end()
 
@@ -483,9 +530,12 @@ class _Handler(BaseHTTPRequestHandler):
         proxy = self.server.proxy
         api, _, rest = self.path.lstrip("/").partition("/")
         if api not in APIS:
-            raise Refused(404, f"the agent sent {self.command} {inline(self.path[:CLIP])}, which is under neither "
-                               "/openai nor /anthropic; have its model client take its base URL from "
-                               "OPENAI_BASE_URL or ANTHROPIC_BASE_URL")  # fmt: skip
+            raise Refused(
+                404,
+                f"the agent sent {self.command} {inline(self.path[:CLIP])}, which is under neither "
+                "/openai nor /anthropic; have its model client take its base URL from "
+                "OPENAI_BASE_URL or ANTHROPIC_BASE_URL",
+            )
         for header in SECRET_HEADERS:
             if self.headers.get(header):
                 proxy.secret(self.headers[header])
@@ -493,20 +543,27 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             data = json.loads(body) if body.strip() else None
         except (ValueError, RecursionError):
-            raise Refused(400, f"the agent sent {self.command} /{api}/{inline(rest[:CLIP])} with a body that is not "
-                               "JSON, which no model API takes")  # fmt: skip
+            raise Refused(
+                400,
+                f"the agent sent {self.command} /{api}/{inline(rest[:CLIP])} with a body that is "
+                "not JSON, which no model API takes",
+            ) from None
         return proxy.redacted(normalized(api, self.command, "/" + rest, data)), body
 
     def _body(self) -> bytes:
         """The request body, as long as its ``Content-Length`` says (within the limit)."""
         if self.headers.get("Transfer-Encoding") is not None:
-            raise Refused(411, "the agent sent a chunked request body; the model proxy takes bodies with a "
-                               "Content-Length")  # fmt: skip
+            raise Refused(
+                411,
+                "the agent sent a chunked request body; the model proxy takes bodies with a "
+                "Content-Length",
+            )
         text = (self.headers.get("Content-Length") or "0").strip()
         if not (text.isascii() and text.isdigit()) or len(text) > MAX_LENGTH_DIGITS:
             raise Refused(
                 400,
-                f"the agent sent a Content-Length that is not a number of bytes ({inline(text[:40])})",
+                "the agent sent a Content-Length that is not a number of bytes "
+                f"({inline(text[:40])})",
             )
         length = int(text)
         self.server.proxy.reserve(length)
@@ -532,7 +589,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(response["status"], "application/json", body)
 
     def _forward(self, request: dict[str, Any], body: bytes) -> dict[str, Any]:
-        """Send the request upstream and pass its answer back as it comes; the response as an exchange keeps it."""
+        """Send the request upstream and pass its answer back as it comes; the response as an
+        exchange keeps it."""
         proxy = self.server.proxy
         parts = proxy.upstream[request["api"]]
         target = parts.path.rstrip("/") + "/" + self.path.lstrip("/").partition("/")[2]
@@ -550,8 +608,11 @@ class _Handler(BaseHTTPRequestHandler):
             finally:
                 connection.close()
         except TimeoutError:
-            raise Refused(504, f"{shown} sent nothing for {proxy.timeout:g}s (the model call hangs); set "
-                               f"{UPSTREAM_TIMEOUT_VAR} to wait longer") from None  # fmt: skip
+            raise Refused(
+                504,
+                f"{shown} sent nothing for {proxy.timeout:g}s (the model call hangs); set "
+                f"{UPSTREAM_TIMEOUT_VAR} to wait longer",
+            ) from None
         except http.client.HTTPException as exc:
             raise Refused(
                 502, f"{shown} answered garbage, not HTTP ({type(exc).__name__}); check {variable}"
@@ -572,13 +633,20 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 data = json.loads(body) if body.strip() else None
             except (ValueError, RecursionError):
-                raise Refused(502, f"{shown} answered {answer.status} with a body that is not JSON though it says it "
-                                   f"is: {_clip(body)}") from None  # fmt: skip
+                raise Refused(
+                    502,
+                    f"{shown} answered {answer.status} with a body that is not JSON though it says "
+                    f"it is: {_clip(body)}",
+                ) from None
         elif not body:
             data = None
         else:
-            raise Refused(502, f"{shown} answered {answer.status} with {inline(content_type or 'no Content-Type')}, "
-                               f"neither JSON nor an event stream: {_clip(body)}")  # fmt: skip
+            raise Refused(
+                502,
+                f"{shown} answered {answer.status} with "
+                f"{inline(content_type or 'no Content-Type')}, neither JSON nor an event stream: "
+                f"{_clip(body)}",
+            )
         self._send(
             answer.status, answer.getheader("Content-Type") or "application/json", body, answer
         )
@@ -606,7 +674,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
-        return proxy.redacted(reader.close())  # type: ignore[no-any-return]
+        return proxy.redacted(reader.close())
 
     def _send(
         self,
@@ -624,7 +692,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _headers(self, answer: http.client.HTTPResponse | None, content_type: str) -> None:
-        """The content type, and the upstream's headers a model client reads (request id, retry-after)."""
+        """The content type, and the upstream's headers a model client reads (request id,
+        retry-after)."""
         self.send_header("Content-Type", content_type)
         for name in PASSED_BACK[1:]:
             value = answer.getheader(name) if answer is not None else None
@@ -632,15 +701,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
 
     def _error(self, status: int, problem: str) -> None:
-        """An error of the proxy's own, in the shape model clients read (``error.message``), never retried."""
+        """An error of the proxy's own, in the shape model clients read (``error.message``), never
+        retried."""
         body = json.dumps(
             {"error": {"message": f"trajrun model proxy: {problem}", "type": "trajrun_proxy_error"}}
         )
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header(
-            "x-should-retry", "false"
-        )  # the openai and anthropic SDKs would retry a 5xx otherwise
+        # the openai and anthropic SDKs would retry a 5xx otherwise
+        self.send_header("x-should-retry", "false")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body.encode())
@@ -656,7 +725,8 @@ def _clip(body: bytes) -> str:
 
 
 def _connect(parts: urllib.parse.SplitResult, timeout: float) -> http.client.HTTPConnection:
-    """A connection to the upstream; an https one through the environment's HTTP proxy when one is set for it."""
+    """A connection to the upstream; an https one through the environment's HTTP proxy when one is
+    set for it."""
     host, port = parts.hostname or "", parts.port
     if parts.scheme == "http":
         return http.client.HTTPConnection(host, port, timeout=timeout)

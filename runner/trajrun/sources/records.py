@@ -1,4 +1,5 @@
-"""Bulk sources: the partitions of the files a case reads with ``each``, and the records of one partition.
+"""Bulk sources: the partitions of the files a case reads with ``each``, and the records of one
+partition.
 
 ``each: record`` reads every JSONL line (or every item of a file whose top level is a list),
 ``each: file`` every file as one document, ``each: trace`` every trace of an OpenTelemetry file
@@ -16,16 +17,16 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 from ..errors import SourceError
-from ..frozen import frozen
 from ..limits import max_source_bytes
 from ..yaml_core import int_digits_limit
 from .builder import NotThisFormat
 from .documents import apply_select, document_kind, parse_json, parse_yaml
-from .otel_spans import NotOneRun, trace_groups
+from .readers.otel_spans import NotOneRun, trace_groups
 from .streams import Lost, expand, gunzip_chunks, is_url, lines, open_binary, raw_chunks, size_of
 
 SPLIT_BYTES = 32 << 20
@@ -33,7 +34,7 @@ SPLIT_BYTES = 32 << 20
 _SIMPLE_PATH = re.compile(r"^\$(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Partition:
     """A share of a bulk source's work: a file, or the byte range ``[start, end)`` of an
     uncompressed JSONL file. ``path`` names it in results, as the client listed it; ``location`` is
@@ -52,9 +53,9 @@ class Partition:
 
 
 class Record(NamedTuple):
-    """One record of a partition: ``key`` names it (a line number within the partition, counted from 1, which
-    the caller turns into the file's line; or a final name such as ``file[3]``); ``doc`` is the document, or
-    ``None`` when ``error`` says why it could not be read."""
+    """One record of a partition: ``key`` names it (a line number within the partition, counted from
+    1, which the caller turns into the file's line; or a final name such as ``file[3]``); ``doc`` is
+    the document, or ``None`` when ``error`` says why it could not be read."""
 
     key: int | str
     doc: Any
@@ -75,8 +76,9 @@ def files_of(location: str) -> list[str]:
 def partitions(
     files: list[str], each: str, workers: int = 1, split: int | None = None
 ) -> list[Partition]:
-    """The partitions of ``files``, in order; with ``each: record``, large uncompressed JSONL files are split so
-    that ``workers`` processes share them (``split`` bytes at most per range; default about ``SPLIT_BYTES``)."""
+    """The partitions of ``files``, in order; with ``each: record``, large uncompressed JSONL files
+    are split so that ``workers`` processes share them (``split`` bytes at most per range; default
+    about ``SPLIT_BYTES``)."""
     out: list[Partition] = []
     for path in files:
         size = size_of(path) if each == "record" and _splittable(path) else 0
@@ -95,14 +97,14 @@ def partitions(
 def _splittable(path: str) -> bool:
     """Whether a file can be read from a byte offset: uncompressed JSONL."""
     try:
-        return document_kind(PurePosixPath(path)) == ("jsonl", False)  # type: ignore[arg-type]
+        return document_kind(PurePosixPath(path)) == ("jsonl", False)
     except SourceError:
         return False
 
 
 class PartitionReader:
-    """The records of one partition, in order, as an iterable; ``lines`` counts the JSONL lines read so far
-    (blank ones too), which line numbers in the file's next partition start after."""
+    """The records of one partition, in order, as an iterable; ``lines`` counts the JSONL lines read
+    so far (blank ones too), which line numbers in the file's next partition start after."""
 
     def __init__(self, part: Partition, each: str) -> None:
         self.part, self.each, self.lines = part, each, 0
@@ -111,7 +113,7 @@ class PartitionReader:
         """Every record; what cannot be read is a ``Record`` with an error."""
         path, opened = self.part.path, self.part.opened
         try:
-            kind, zipped = document_kind(PurePosixPath(path))  # type: ignore[arg-type]
+            kind, zipped = document_kind(PurePosixPath(path))
             if self.each == "record" and kind == "jsonl":
                 yield from self._jsonl(zipped)
             elif self.each == "record":
@@ -126,7 +128,8 @@ class PartitionReader:
             yield Record(path, None, f"cannot read the file: {exc.strerror or exc}")
 
     def _jsonl(self, zipped: bool) -> Iterator[Record]:
-        """The JSONL lines the partition owns, numbered from 1 within it; blank lines are no records but count."""
+        """The JSONL lines the partition owns, numbered from 1 within it; blank lines are no records
+        but count."""
         part, limit = self.part, max_source_bytes()
         with open_binary(part.opened) as stream:
             if zipped:
@@ -146,8 +149,8 @@ class PartitionReader:
 
 
 def _first_line_start(stream: Any, start: int) -> int:
-    """The offset of the first line starting at or after ``start`` (the line holding byte ``start - 1`` belongs
-    to the partition before)."""
+    """The offset of the first line starting at or after ``start`` (the line holding byte
+    ``start - 1`` belongs to the partition before)."""
     stream.seek(start - 1)
     offset = start - 1
     while chunk := stream.read(1 << 16):
@@ -169,15 +172,15 @@ def decode_line(number: int, data: bytes) -> Record:
 
 
 def _not_json(exc: BaseException, text: str, line: bool = False) -> str:
-    """Why ``text`` (a JSONL line when ``line``) is not JSON, quoting nothing of it: the file may be anyone's."""
+    """Why ``text`` (a JSONL line when ``line``) is not JSON, quoting nothing of it: the file may be
+    anyone's."""
     if isinstance(exc, json.JSONDecodeError):
         where = f"column {exc.colno}" if line else f"line {exc.lineno}, column {exc.colno}"
         extra = exc.msg == "Extra data" and not line
         hint = "; for one JSON document per line, name the file .jsonl" if extra else ""
         return f"invalid JSON at {where}: {exc.msg}{hint}"
-    if isinstance(
-        exc, RecursionError
-    ):  # documents words it, with where it gets deep and nothing quoted
+    # documents words it, with where it gets deep and nothing quoted
+    if isinstance(exc, RecursionError):
         try:
             parse_json(text, "", 1 if line else 0)
         except SourceError as problem:
@@ -193,8 +196,8 @@ def _not_json(exc: BaseException, text: str, line: bool = False) -> str:
     where = f"column {column}" if line else f"line {row}, column {column}"
     digits = len(found[0].lstrip("-"))
     return (
-        f"invalid JSON at {where}: an integer of {digits:,} digits; trajrun reads integers of at most "
-        f"{limit:,} digits (Python's limit) — quote it to keep it as a string"
+        f"invalid JSON at {where}: an integer of {digits:,} digits; trajrun reads integers of at "
+        f"most {limit:,} digits (Python's limit) — quote it to keep it as a string"
     )
 
 
@@ -202,22 +205,31 @@ def _whole(path: str, kind: str, zipped: bool, opened: str) -> Any:
     """A whole file as one document (JSONL: the list of its lines), held up to
     ``TRAJRUN_MAX_SOURCE_BYTES``; ``path`` names it in messages, ``opened`` is what is read."""
     if kind == "sqlite":
-        raise SourceError("a LangGraph checkpoint database is not read in bulk; read it in a case without each "
-                          "(thread: picks the thread)", path)  # fmt: skip
+        raise SourceError(
+            "a LangGraph checkpoint database is not read in bulk; read it in a case without each "
+            "(thread: picks the thread)",
+            path,
+        )
     limit = max_source_bytes()
     with open_binary(opened) as stream:
         chunks = gunzip_chunks(stream) if zipped else raw_chunks(stream)
         if kind == "jsonl":
-            return [_line_document(data, n, path) for n, (_, data) in enumerate(lines(chunks, limit), 1)
-                    if isinstance(data, Lost) or (data and not data.isspace())]  # fmt: skip
+            return [
+                _line_document(data, n, path)
+                for n, (_, data) in enumerate(lines(chunks, limit), 1)
+                if isinstance(data, Lost) or (data and not data.isspace())
+            ]
         data = bytearray()
         for chunk in chunks:
             if isinstance(chunk, Lost):
                 raise SourceError(chunk.reason, path)
             data += chunk
             if len(data) > limit:
-                raise SourceError(f"the file decompresses to more than {limit:,} bytes, the limit on one source "
-                                  "document; set TRAJRUN_MAX_SOURCE_BYTES to read it", path)  # fmt: skip
+                raise SourceError(
+                    f"the file decompresses to more than {limit:,} bytes, the limit on one source "
+                    "document; set TRAJRUN_MAX_SOURCE_BYTES to read it",
+                    path,
+                )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -246,8 +258,11 @@ def _list_records(path: str, kind: str, zipped: bool, opened: str) -> Iterator[R
     """The items of a file whose top level is a list, named ``file[i]``."""
     doc = _whole(path, kind, zipped, opened)
     if not isinstance(doc, list):
-        raise SourceError(f"each: record reads JSONL lines or the items of a top-level list, found {_kind(doc)}; "
-                          "use each: file to read the file as one run", path)  # fmt: skip
+        raise SourceError(
+            f"each: record reads JSONL lines or the items of a top-level list, found {_kind(doc)}; "
+            "use each: file to read the file as one run",
+            path,
+        )
     for index, item in enumerate(doc):
         yield Record(f"{path}[{index}]", item)
 
@@ -266,7 +281,8 @@ def _kind(doc: Any) -> str:
 
 
 def _trace_records(path: str, kind: str, zipped: bool, opened: str) -> Iterator[Record]:
-    """Each trace of an OpenTelemetry file (its spans grouped by trace id), named ``file:trace id``."""
+    """Each trace of an OpenTelemetry file (its spans grouped by trace id), named
+    ``file:trace id``."""
     try:
         groups = trace_groups(_whole(path, kind, zipped, opened))
     except (NotThisFormat, NotOneRun) as exc:
@@ -280,8 +296,9 @@ def _trace_records(path: str, kind: str, zipped: bool, opened: str) -> Iterator[
 
 
 def compile_path(text: str | None) -> Callable[[Any], Any] | None:
-    """A JSONPath as a function of a document (``select`` and ``id``); ``$.a.b`` is plain dict lookups, which a
-    bulk run applies a million times, and anything else (or a miss) goes through ``apply_select``."""
+    """A JSONPath as a function of a document (``select`` and ``id``); ``$.a.b`` is plain dict
+    lookups, which a bulk run applies a million times, and anything else (or a miss) goes through
+    ``apply_select``."""
     if text is None:
         return None
     keys = text[2:].split(".") if _SIMPLE_PATH.match(text) else None

@@ -6,10 +6,10 @@ errors with it.
 
 from __future__ import annotations
 
-from ..frozen import frozen
+from dataclasses import dataclass
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Spelling:
     """How a source's options are written where its errors are read: a suite's keys, or
     ``trajrun show``'s flags."""

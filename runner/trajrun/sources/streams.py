@@ -1,10 +1,11 @@
-"""Byte streams for bulk sources: files a glob or fsspec URL names, gzip that survives a corrupt member, lines.
+"""Byte streams for bulk sources: files a glob or fsspec URL names, gzip that survives a corrupt
+member, lines.
 
-Plain paths and globs need nothing beyond Python; a URL (``s3://…``, ``file://…``, ``memory://…``) is
-opened through fsspec when it is installed (``pip install 'trajrun[dask]'``). A glob's ``**`` descends
-into no symlinked folder, so a link to ``.`` cannot make it endless, and a file with two names is read
-once. Everything is read in chunks, so memory stays flat however large a file is: a line is held whole
-only up to ``TRAJRUN_MAX_SOURCE_BYTES``, past which it is reported and skipped.
+Plain paths and globs need nothing beyond Python; a URL (``s3://…``, ``file://…``, ``memory://…``)
+is opened through fsspec when it is installed (``pip install 'trajrun[dask]'``). A glob's ``**``
+descends into no symlinked folder, so a link to ``.`` cannot make it endless, and a file with two
+names is read once. Everything is read in chunks, so memory stays flat however large a file is: a
+line is held whole only up to ``TRAJRUN_MAX_SOURCE_BYTES``, past which it is reported and skipped.
 
 A gzip file is read member by member. Where a member is corrupt, its records are lost, but reading
 resumes at the next member's header, so one bad block never hides the rest of a log.
@@ -23,21 +24,27 @@ from ..errors import SourceError
 from ..limits import MAX_SOURCE_BYTES_VAR
 
 CHUNK = 1 << 16
-"""Bytes read (or inflated) at a time: a chunk, the lines split from it and their copies stay in a core's cache
-(with a megabyte they did not, and two workers of a bulk case took far more CPU than one)."""
+"""Bytes read (or inflated) at a time: a chunk, the lines split from it and their copies stay in a
+core's cache (with a megabyte they did not, and two workers of a bulk case took far more CPU than
+one)."""
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _GLOB = frozenset("*?[")
-FSSPEC_HINT = "install fsspec (pip install 'trajrun[dask]', plus the filesystem's package, such as s3fs for s3://)"
+FSSPEC_HINT = (
+    "install fsspec (pip install 'trajrun[dask]', plus the filesystem's package, such as s3fs for "
+    "s3://)"
+)
 
 
 class Lost(NamedTuple):
-    """A stretch of a file that could not be read (a corrupt gzip member, a line past the limit): why."""
+    """A stretch of a file that could not be read (a corrupt gzip member, a line past the limit):
+    why."""
 
     reason: str
 
 
 def is_url(location: str) -> bool:
-    """Whether ``location`` names a filesystem by protocol (``s3://…``, ``memory://…``), for fsspec."""
+    """Whether ``location`` names a filesystem by protocol (``s3://…``, ``memory://…``), for
+    fsspec."""
     head, sep, _ = location.partition("://")
     return bool(sep) and head.replace("+", "").replace("-", "").isalnum() and len(head) > 1
 
@@ -47,10 +54,10 @@ def has_glob(location: str) -> bool:
     return not _GLOB.isdisjoint(location)
 
 
-def _fsspec() -> object:
+def _fsspec() -> Any:
     """The fsspec module, or a ``SourceError`` saying how to install it."""
     try:
-        import fsspec  # deferred: optional, only URLs need it
+        import fsspec  # type: ignore[import-untyped]  # deferred: optional, only URLs need it
     except ImportError:
         raise SourceError(
             f"reading a URL needs fsspec, which is not installed; {FSSPEC_HINT}"
@@ -59,11 +66,12 @@ def _fsspec() -> object:
 
 
 def expand(location: str) -> list[str]:
-    """The files ``location`` names, sorted: a glob's matches (``**`` recursive), a URL's, or the path itself."""
+    """The files ``location`` names, sorted: a glob's matches (``**`` recursive), a URL's, or the
+    path itself."""
     if is_url(location):
         fsspec = _fsspec()
         try:
-            fs, path = fsspec.core.url_to_fs(location)  # type: ignore[attr-defined]
+            fs, path = fsspec.core.url_to_fs(location)
             names = fs.glob(path) if has_glob(path) else ([path] if fs.exists(path) else [])
             return sorted(fs.unstrip_protocol(name) for name in names if not fs.isdir(name))
         except (OSError, ValueError, ImportError) as exc:
@@ -79,8 +87,9 @@ _SEPARATORS = re.compile(r"[\\/]" if os.sep == "\\" else "/")
 
 
 def _glob(pattern: str) -> Iterator[str]:
-    """The paths ``pattern`` matches, as ``glob.glob(recursive=True)`` finds them but for ``**``, which descends
-    into no symlinked folder and into each real folder once (``glob`` followed a link to ``.`` for ever)."""
+    """The paths ``pattern`` matches, as ``glob.glob(recursive=True)`` finds them but for ``**``,
+    which descends into no symlinked folder and into each real folder once (``glob`` followed a link
+    to ``.`` for ever)."""
     drive, rest = os.path.splitdrive(pattern)
     root = drive + os.sep if rest[:1] and _SEPARATORS.match(rest) else drive
     segments = [part for part in _SEPARATORS.split(rest) if part]
@@ -88,7 +97,8 @@ def _glob(pattern: str) -> Iterator[str]:
 
 
 def _matches(base: str, segments: list[str]) -> Iterator[str]:
-    """The paths under ``base`` (the part matched so far, ``""`` for the current folder) that ``segments`` match."""
+    """The paths under ``base`` (the part matched so far, ``""`` for the current folder) that
+    ``segments`` match."""
     if not segments:
         yield base
         return
@@ -105,15 +115,15 @@ def _matches(base: str, segments: list[str]) -> Iterator[str]:
 
 
 def _folders(base: str) -> Iterator[str]:
-    """``base`` and every folder below it that is neither a symlink nor hidden, each (device, inode) once."""
+    """``base`` and every folder below it that is neither a symlink nor hidden, each (device, inode)
+    once."""
     seen: set[tuple[int, int]] = set()
     pending = [base]
     while pending:
         folder = pending.pop()
         try:
-            if not _first_time(
-                os.stat(folder or os.curdir), seen
-            ):  # a bind mount of a folder above it
+            # a bind mount of a folder above it
+            if not _first_time(os.stat(folder or os.curdir), seen):
                 continue
             with os.scandir(folder or os.curdir) as entries:
                 below = [
@@ -151,8 +161,8 @@ def _distinct(paths: list[str]) -> list[str]:
 
 
 def _first_time(info: os.stat_result, seen: set[tuple[int, int]]) -> bool:
-    """Whether the file ``info`` describes is not in ``seen`` (by device and inode), adding it; a filesystem
-    without inode numbers (0) never matches, so nothing is lost there."""
+    """Whether the file ``info`` describes is not in ``seen`` (by device and inode), adding it; a
+    filesystem without inode numbers (0) never matches, so nothing is lost there."""
     key = (info.st_dev, info.st_ino)
     if info.st_ino and key in seen:
         return False
@@ -164,7 +174,7 @@ def size_of(path: str) -> int:
     """The size of a file in bytes (0 when it cannot be told)."""
     try:
         if is_url(path):
-            fs, inner = _fsspec().core.url_to_fs(path)  # type: ignore[attr-defined]
+            fs, inner = _fsspec().core.url_to_fs(path)
             return int(fs.size(inner) or 0)
         return os.path.getsize(path)
     except (OSError, ValueError, TypeError):
@@ -174,7 +184,7 @@ def size_of(path: str) -> int:
 def open_binary(path: str) -> IO[bytes]:
     """A file opened for reading bytes, through fsspec for a URL."""
     if is_url(path):
-        return _fsspec().open(path, "rb").open()  # type: ignore[attr-defined, no-any-return]
+        return _fsspec().open(path, "rb").open()
     return open(path, "rb")
 
 
@@ -187,8 +197,8 @@ def raw_chunks(stream: IO[bytes], start: int = 0) -> Iterator[bytes]:
 
 
 def gunzip_chunks(stream: IO[bytes]) -> Iterator[bytes | Lost]:
-    """Decompressed chunks of a (multi-member) gzip stream; a corrupt member gives a ``Lost`` and reading resumes
-    at the next member header found after it."""
+    """Decompressed chunks of a (multi-member) gzip stream; a corrupt member gives a ``Lost`` and
+    reading resumes at the next member header found after it."""
     member_start, position = 0, 0
     inflate = zlib.decompressobj(wbits=31)
     for chunk in raw_chunks(stream):
@@ -218,26 +228,26 @@ def gunzip_chunks(stream: IO[bytes]) -> Iterator[bytes | Lost]:
             inflate = zlib.decompressobj(wbits=31)
             if data and not data.startswith(GZIP_MAGIC[: len(data)]):
                 yield Lost(
-                    f"bytes from {member_start:,} of the compressed file are not gzip (trailing garbage)"
+                    f"bytes from {member_start:,} of the compressed file are not gzip (trailing "
+                    "garbage)"
                 )
                 return
     if not inflate.eof and position > member_start:
         yield Lost(
-            f"the compressed file ends in the middle of a gzip member (from byte {member_start:,}): "
-            "it was cut short"
+            "the compressed file ends in the middle of a gzip member (from byte "
+            f"{member_start:,}): it was cut short"
         )
 
 
 def _inflated(inflate: Any, data: bytes) -> Iterator[bytes]:
-    """``inflate.decompress(data)``, at most ``CHUNK`` bytes at a time: logs compress a hundredfold, and a chunk
-    inflated at once (then split into lines) held hundreds of megabytes."""
+    """``inflate.decompress(data)``, at most ``CHUNK`` bytes at a time: logs compress a hundredfold,
+    and a chunk inflated at once (then split into lines) held hundreds of megabytes."""
     while True:
         out = inflate.decompress(data, CHUNK)
         if out:
             yield out
-        if (
-            inflate.eof
-        ):  # what follows the member is in unused_data (and, still, in unconsumed_tail)
+        # what follows the member is in unused_data (and, still, in unconsumed_tail)
+        if inflate.eof:
             return
         data = inflate.unconsumed_tail
         if not data and len(out) < CHUNK:  # a full CHUNK may leave output inside zlib: ask again
@@ -259,23 +269,23 @@ def _next_member(stream: IO[bytes], after: int) -> int:
 
 
 class Line(NamedTuple):
-    """One line of a stream: its offset (in the decompressed bytes) and its bytes without the newline, or ``Lost``."""
+    """One line of a stream: its offset (in the decompressed bytes) and its bytes without the
+    newline, or ``Lost``."""
 
     offset: int
     data: bytes | Lost
 
 
 def lines(chunks: Iterator[bytes | Lost], limit: int, offset: int = 0) -> Iterator[Line]:
-    """The lines of a chunked stream starting at ``offset``; a line past ``limit`` bytes is a ``Lost`` (and skipped).
+    """The lines of a chunked stream starting at ``offset``; a line past ``limit`` bytes is a
+    ``Lost`` (and skipped).
 
-    A ``Lost`` chunk ends the line in progress, which is lost with it. A line running over several chunks is
-    joined once, when it ends: joining it chunk by chunk copied it again for every chunk.
+    A ``Lost`` chunk ends the line in progress, which is lost with it. A line running over several
+    chunks is joined once, when it ends: joining it chunk by chunk copied it again for every chunk.
     """
     pieces: list[bytes] = []  # the line in progress, ``pending`` bytes of it
-    pending, skipped = (
-        0,
-        -1,
-    )  # skipped: where a line past the limit began, while its end is being looked for
+    # skipped: where a line past the limit began, while its end is being looked for
+    pending, skipped = 0, -1
     for chunk in chunks:
         if isinstance(chunk, Lost):
             yield Line(offset if skipped < 0 else skipped, chunk)
@@ -309,6 +319,6 @@ def lines(chunks: Iterator[bytes | Lost], limit: int, offset: int = 0) -> Iterat
 def _too_long(limit: int) -> str:
     """Why a line was skipped."""
     return (
-        f"the line holds more than {limit:,} bytes, the limit on one record; set {MAX_SOURCE_BYTES_VAR} to a "
-        "larger number of bytes to read it"
+        f"the line holds more than {limit:,} bytes, the limit on one record; set "
+        f"{MAX_SOURCE_BYTES_VAR} to a larger number of bytes to read it"
     )

@@ -1,10 +1,11 @@
 """``capture: wire``: a live run read from its model traffic, the exchanges the model proxy saw.
 
-Calls come from the model's responses, their results from the requests that follow (matched by call id),
-usage from the responses, the answer from the last response with text. The exchanges become one history
-in the format of their API, read by its reader: Chat Completions (``openai``), Responses
-(``openai-responses``) or Anthropic Messages (``anthropic``). Streamed responses are put back together from
-their events. Requests to other endpoints (models, embeddings) and error responses are left out.
+Calls come from the model's responses, their results from the requests that follow (matched by call
+id), usage from the responses, the answer from the last response with text. The exchanges become one
+history in the format of their API, read by its reader: Chat Completions (``openai``), Responses
+(``openai-responses``) or Anthropic Messages (``anthropic``). Streamed responses are put back
+together from their events. Requests to other endpoints (models, embeddings) and error responses are
+left out.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 
 from ..errors import SourceError
 from ..trajectory import Trajectory, Usage
-from . import anthropic, openai, openai_responses
 from .builder import make_usage
+from .readers import anthropic, openai, openai_responses
 
-_ENDPOINTS = {("openai", "/chat/completions"): "openai", ("openai", "/responses"): "openai-responses",
+_ENDPOINTS = {("openai", "/chat/completions"): "openai",
+              ("openai", "/responses"): "openai-responses",
               ("anthropic", "/v1/messages"): "anthropic"}  # fmt: skip
 _NAMES = {"openai": "OpenAI Chat Completions", "openai-responses": "OpenAI Responses",
           "anthropic": "Anthropic Messages"}  # fmt: skip
@@ -30,7 +32,8 @@ _USAGE = {"openai": (("prompt_tokens",), ("completion_tokens",)),
 
 
 def read_wire(exchanges: Iterable[dict[str, Any]], origin: str) -> Trajectory:
-    """The run the exchanges hold; no model call among them, or calls to two APIs, is a ``SourceError``."""
+    """The run the exchanges hold; no model call among them, or calls to two APIs, is a
+    ``SourceError``."""
     calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     for exchange in exchanges:
         request, response = exchange["request"], exchange["response"]
@@ -43,11 +46,17 @@ def read_wire(exchanges: Iterable[dict[str, Any]], origin: str) -> Trajectory:
             calls.append((api, request["body"], response))
     apis = sorted({api for api, _, _ in calls})
     if not apis:
-        raise SourceError("capture: wire found no successful model call (Chat Completions, Responses or Anthropic "
-                          "Messages) in the traffic", origin)  # fmt: skip
+        raise SourceError(
+            "capture: wire found no successful model call (Chat Completions, Responses or "
+            "Anthropic Messages) in the traffic",
+            origin,
+        )
     if len(apis) > 1:
-        raise SourceError(f"capture: wire found calls to {' and '.join(_NAMES[a] for a in apis)} in one run; it reads "
-                          "one conversation per case", origin)  # fmt: skip
+        raise SourceError(
+            f"capture: wire found calls to {' and '.join(_NAMES[a] for a in apis)} in one run; it "
+            "reads one conversation per case",
+            origin,
+        )
     api = apis[0]
     history, usages = _HISTORIES[api](calls)
     reader = {
@@ -64,7 +73,8 @@ def read_wire(exchanges: Iterable[dict[str, Any]], origin: str) -> Trajectory:
 
 
 def _chat(calls: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> tuple[list[Any], list[Any]]:
-    """Chat Completions: each response's message, then the ``tool`` messages of the next requests that answer it."""
+    """Chat Completions: each response's message, then the ``tool`` messages of the next requests
+    that answer it."""
     history: list[Any] = []
     usages: list[Any] = []
     asked: set[Any] = set()
@@ -127,7 +137,8 @@ def _tool_delta(call: dict[str, Any], part: dict[str, Any]) -> None:
 def _responses(
     calls: list[tuple[str, dict[str, Any], dict[str, Any]]],
 ) -> tuple[list[Any], list[Any]]:
-    """Responses: each response's output items, then the ``*_call_output`` items of the next requests."""
+    """Responses: each response's output items, then the ``*_call_output`` items of the next
+    requests."""
     history: list[Any] = []
     usages: list[Any] = []
     asked: set[Any] = set()
@@ -148,7 +159,8 @@ def _responses(
 
 
 def _completed(response: dict[str, Any]) -> dict[str, Any]:
-    """A streamed response as its last ``response.*`` event holds it, its output items gathered if it has none."""
+    """A streamed response as its last ``response.*`` event holds it, its output items gathered if
+    it has none."""
     whole: dict[str, Any] = {}
     done = []
     for data in _data(response):
@@ -162,7 +174,8 @@ def _completed(response: dict[str, Any]) -> dict[str, Any]:
 def _anthropic(
     calls: list[tuple[str, dict[str, Any], dict[str, Any]]],
 ) -> tuple[list[Any], list[Any]]:
-    """Anthropic Messages: each response's content, then the ``tool_result`` blocks of the next requests."""
+    """Anthropic Messages: each response's content, then the ``tool_result`` blocks of the next
+    requests."""
     history: list[Any] = []
     usages: list[Any] = []
     asked: set[Any] = set()
@@ -194,7 +207,8 @@ def _result_blocks(message: dict[str, Any]) -> list[Any]:
 
 
 def _message(response: dict[str, Any]) -> dict[str, Any]:
-    """A streamed Message put back together: its blocks from their start and deltas, its usage merged."""
+    """A streamed Message put back together: its blocks from their start and deltas, its usage
+    merged."""
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
     usage: dict[str, Any] = {}
@@ -225,8 +239,8 @@ def _message(response: dict[str, Any]) -> dict[str, Any]:
 
 
 def _answers(items: Any, asked: set[Any], pick: Any, key: Any) -> list[Any]:
-    """What ``pick`` finds in a request's items that answers a call the model made and no earlier request answered
-    (``key`` is its call id; an answered id leaves ``asked``)."""
+    """What ``pick`` finds in a request's items that answers a call the model made and no earlier
+    request answered (``key`` is its call id; an answered id leaves ``asked``)."""
     out = []
     for item in items if isinstance(items, list) else ():
         for found in pick(item) if isinstance(item, dict) else ():

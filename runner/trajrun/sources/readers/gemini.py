@@ -1,20 +1,23 @@
-"""Gemini ``contents``/``parts`` (camelCase and snake_case) and Google ADK sessions, event lists and eval sets.
+"""Gemini ``contents``/``parts`` (camelCase and snake_case) and Google ADK sessions, event lists and
+eval sets.
 
-Everything is first flattened to ``(content, usage)`` pairs in history order, then read one way:
-a ``model`` content is a turn, ``functionCall`` parts are calls, ``functionResponse`` parts results.
-ADK's two older eval-set layouts are first put in the ``EvalSet`` shape (:func:`legacy_cases`), which the ADK
-importer shares.
+Everything is first flattened to ``(content, usage)`` pairs in history order, then read one way: a
+``model`` content is a turn, ``functionCall`` parts are calls, ``functionResponse`` parts results.
+ADK's two older eval-set layouts are first put in the ``EvalSet`` shape (:func:`legacy_cases`),
+which the ADK importer shares.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
-from ..trajectory import Trajectory, Usage
-from .builder import Builder, NotThisFormat, make_usage
+from ...trajectory import Trajectory, Usage
+from ..builder import Builder, NotThisFormat, make_usage
 
 FORMAT = "gemini"
+READS = "messages"
+RANK = 60
 _INPUTS = (
     "promptTokenCount",
     "toolUsePromptTokenCount",
@@ -41,9 +44,11 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     return builder.finish(FORMAT)
 
 
-def refuses_list(items: list[Any]) -> bool:
-    """Whether ``read(items, auto=True)`` surely refuses a list: empty, or item 0 neither a content nor an event.
-    Detection skips the reader when True."""
+def refuses(items: Any) -> bool:
+    """Whether ``read(items, auto=True)`` surely refuses a list: empty, or item 0 neither a content
+    nor an event. False for anything but a list: it cannot tell cheaply."""
+    if not isinstance(items, list):
+        return False
     if not items:
         return True
     head = items[0]
@@ -56,9 +61,10 @@ def refuses_list(items: list[Any]) -> bool:
 
 
 def legacy_cases(doc: Any) -> list[dict[str, Any]] | None:
-    """ADK's two older eval-set layouts as ``EvalSet`` cases, None when ``doc`` is neither. A ``*.test.json`` list of
-    ``{query, expected_tool_use, reference}`` is one case with no ``eval_id`` (ADK names it after the file); a list
-    of ``{name, data, initial_session}``, ``data`` being such a list, is one case per item."""
+    """ADK's two older eval-set layouts as ``EvalSet`` cases, None when ``doc`` is neither. A
+    ``*.test.json`` list of ``{query, expected_tool_use, reference}`` is one case with no
+    ``eval_id`` (ADK names it after the file); a list of ``{name, data, initial_session}``, ``data``
+    being such a list, is one case per item."""
     if _is_queries(doc) and doc:
         return [{"conversation": [_old_invocation(item) for item in doc]}]
     if isinstance(doc, list) and doc and all(_is_old_case(item) for item in doc):
@@ -79,8 +85,8 @@ def _is_old_case(item: Any) -> bool:
 
 
 def _old_case(item: dict[str, Any]) -> dict[str, Any]:
-    """One ``{name, data, initial_session}`` case as an eval case, as ADK converts it (the state, app and user of
-    ``initial_session`` become ``session_input``)."""
+    """One ``{name, data, initial_session}`` case as an eval case, as ADK converts it (the state,
+    app and user of ``initial_session`` become ``session_input``)."""
     case: dict[str, Any] = {
         "eval_id": item.get("name"),
         "conversation": [_old_invocation(i) for i in item["data"]],
@@ -92,7 +98,8 @@ def _old_case(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _old_invocation(item: dict[str, Any]) -> dict[str, Any]:
-    """One ``{query, expected_tool_use: [{tool_name, tool_input}], reference}`` item as an invocation."""
+    """One ``{query, expected_tool_use: [{tool_name, tool_input}], reference}`` item as an
+    invocation."""
     uses = [
         {"name": u.get("tool_name"), "args": u.get("tool_input")}
         for u in _seq(item.get("expected_tool_use"))
@@ -144,7 +151,8 @@ def _entries(doc: Any) -> Iterator[_Entry]:
 
 
 def _one_case(cases: list[Any], first: str) -> Iterator[_Entry]:
-    """The conversation of an eval set's only case; ``first`` is where its first case is, for the error."""
+    """The conversation of an eval set's only case; ``first`` is where its first case is, for the
+    error."""
     if len(cases) != 1:
         raise NotThisFormat(
             f"an eval set with {len(cases)} cases; select one case (the first is at {first})"
@@ -153,7 +161,8 @@ def _one_case(cases: list[Any], first: str) -> Iterator[_Entry]:
 
 
 def _items(items: list[Any]) -> Iterator[_Entry]:
-    """Contents (``{role, parts}``) or ADK events (``{author, content, usageMetadata}``) in order."""
+    """Contents (``{role, parts}``) or ADK events (``{author, content, usageMetadata}``) in
+    order."""
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise NotThisFormat(f"item {i} is not a mapping")
@@ -168,7 +177,8 @@ def _items(items: list[Any]) -> Iterator[_Entry]:
 
 
 def _response(doc: dict[str, Any]) -> Iterator[_Entry]:
-    """A whole ``generateContent`` response: the first candidate's content with the response usage."""
+    """A whole ``generateContent`` response: the first candidate's content with the response
+    usage."""
     candidates = doc["candidates"]
     content = (
         candidates[0].get("content") if candidates and isinstance(candidates[0], dict) else None
@@ -179,7 +189,8 @@ def _response(doc: dict[str, Any]) -> Iterator[_Entry]:
 
 
 def _conversation(invocations: Any) -> Iterator[_Entry]:
-    """An ADK eval case's invocations: user content, intermediate events or tool uses, final response."""
+    """An ADK eval case's invocations: user content, intermediate events or tool uses, final
+    response."""
     if not isinstance(invocations, list):
         raise NotThisFormat("an eval case without a 'conversation' list")
     for inv in invocations:
@@ -193,11 +204,13 @@ def _conversation(invocations: Any) -> Iterator[_Entry]:
             yield final, pending
 
 
-def _intermediate(data: dict[str, Any]) -> Iterator[_Entry]:
-    """Intermediate events (new shape) or legacy ``tool_uses``; returns usage left for the final response.
+def _intermediate(data: dict[str, Any]) -> Generator[_Entry, None, Any]:
+    """Intermediate events (new shape) or legacy ``tool_uses``; returns usage left for the final
+    response.
 
-    An event's calls are one turn (one model response asked for them together). ``tool_uses`` records no such
-    grouping, and ADK's EXACT match compares their order, so each is a turn of its own."""
+    An event's calls are one turn (one model response asked for them together). ``tool_uses``
+    records no such grouping, and ADK's EXACT match compares their order, so each is a turn of its
+    own."""
     pending = None
     for event in _list(data, "invocationEvents", "invocation_events"):
         if not isinstance(event, dict):
@@ -216,7 +229,8 @@ def _intermediate(data: dict[str, Any]) -> Iterator[_Entry]:
 
 
 def _content(builder: Builder, content: dict[str, Any], raw_usage: Any) -> None:
-    """Read one content: a ``model`` one is a turn; its call parts are calls, response parts results."""
+    """Read one content: a ``model`` one is a turn; its call parts are calls, response parts
+    results."""
     parts = content.get("parts") or ()
     if any(not isinstance(part, dict) for part in parts):
         raise NotThisFormat("a content has a part that is not a mapping")
@@ -244,12 +258,14 @@ def _check_mapping(value: Any, what: str) -> None:
 
 
 def _usage(raw: Any) -> Usage | None:
-    """``usageMetadata`` in either spelling: input counts tool-use prompts, output counts thoughts."""
+    """``usageMetadata`` in either spelling: input counts tool-use prompts, output counts
+    thoughts."""
     return make_usage(raw, _INPUTS, _OUTPUTS)
 
 
 def _list(mapping: Any, camel: str, snake: str) -> list[Any]:
-    """A list field under either spelling (empty when missing or empty); any other value is not Gemini."""
+    """A list field under either spelling (empty when missing or empty); any other value is not
+    Gemini."""
     value = _get(mapping, camel, snake) or []
     if not isinstance(value, list):
         raise NotThisFormat(f"intermediate data has '{camel}' that is not a list")

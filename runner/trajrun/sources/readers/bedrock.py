@@ -1,13 +1,16 @@
-"""Amazon Bedrock Converse: messages whose content blocks are one-key unions (``text``, ``toolUse``, ``toolResult``)."""
+"""Amazon Bedrock Converse: messages whose content blocks are one-key unions (``text``, ``toolUse``,
+``toolResult``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..trajectory import Trajectory, Usage
-from .builder import Builder, NotThisFormat, as_list, make_usage, text_of
+from ...trajectory import Trajectory, Usage
+from ..builder import Builder, NotThisFormat, as_list, make_usage, text_of
 
 FORMAT = "bedrock"
+READS = "messages"
+RANK = 70
 _INPUTS = ("inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
 _OUTPUTS = ("outputTokens",)
 
@@ -23,9 +26,12 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     return builder.finish(FORMAT)
 
 
-def refuses_list(messages: list[Any]) -> bool:
-    """Whether ``read(messages, auto=True)`` surely refuses a list: empty, or message 0 not a user or assistant
-    message with a list of blocks. Detection skips the reader when True."""
+def refuses(messages: Any) -> bool:
+    """Whether ``read(messages, auto=True)`` surely refuses a list: empty, or message 0 not a user
+    or assistant message with a list of blocks. False for anything but a list: it cannot tell
+    cheaply."""
+    if not isinstance(messages, list):
+        return False
     if not messages:
         return True
     head = messages[0]
@@ -52,7 +58,8 @@ def _messages(doc: Any) -> tuple[list[Any], Usage | None]:
 
 
 def _message(builder: Builder, message: Any, i: int, usage: Usage | None) -> None:
-    """One message: an assistant one is a turn; ``toolUse`` blocks are calls, ``toolResult`` blocks results."""
+    """One message: an assistant one is a turn; ``toolUse`` blocks are calls, ``toolResult`` blocks
+    results."""
     role = message.get("role") if isinstance(message, dict) else None
     content = message.get("content") if isinstance(message, dict) else None
     if role not in ("user", "assistant") or not isinstance(content, list):

@@ -1,21 +1,25 @@
-"""agentevals GraphTrajectory (``{steps, results, inputs}``) and its extracted ``{inputs, outputs}`` wrapper.
+"""agentevals GraphTrajectory (``{steps, results, inputs}``) and its extracted ``{inputs, outputs}``
+wrapper.
 
-A graph trajectory records node names per turn, not tool calls: the run has no calls, one turn
-per entry of ``steps``, and its answer is the last assistant text among ``results``.
+A graph trajectory records node names per turn, not tool calls: the run has no calls, one turn per
+entry of ``steps``, and its answer is the last assistant text among ``results``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..trajectory import Trajectory
-from .builder import NotThisFormat, text_of
+from ...trajectory import Trajectory
+from ..builder import NotThisFormat, text_of
 
 FORMAT = "graph"
+READS = "document"
+RANK = 20
 
 
 def refuses(doc: Any) -> bool:
-    """Whether ``read(doc)`` surely refuses: no ``steps`` list, in ``outputs`` or at the top. Detection skips it."""
+    """Whether ``read(doc)`` surely refuses: no ``steps`` list, in ``outputs`` or at the top.
+    Detection skips it."""
     inner = (
         doc["outputs"] if isinstance(doc, dict) and isinstance(doc.get("outputs"), dict) else doc
     )
@@ -36,7 +40,8 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
 
 
 def _answer(results: Any) -> str | None:
-    """The text of the last assistant message in ``results`` (each ``{messages: [...]}`` or ``{}``)."""
+    """The text of the last assistant message in ``results`` (each ``{messages: [...]}`` or
+    ``{}``)."""
     for result in reversed(results if isinstance(results, list) else []):
         messages = result.get("messages") if isinstance(result, dict) else None
         for message in reversed(messages if isinstance(messages, list) else []):

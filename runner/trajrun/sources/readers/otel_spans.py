@@ -13,11 +13,11 @@ import base64
 import binascii
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..frozen import frozen
-from .builder import NotThisFormat
+from ..builder import NotOneRun, NotThisFormat
 from .otel_layouts import (
     from_jaeger,
     from_js,
@@ -39,20 +39,15 @@ _EXPORT_KEYS = ("resourceSpans", "resource_spans", "batches")  # batches: Grafan
 _SCOPE_KEYS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")  # the last: OTLP < 0.15
 _WRAPPERS = ("trace", "result")  # Tempo's /api/v2/traces and Jaeger's /api/v3/traces wrap an export
 _SELECT = "$..[?(@.{key} == '{id}')]"
+_MESSAGE_KEYS = frozenset(
+    {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal"}
+)
+"""A Chat Completions message's keys: none is one a span, an export or a trace is known by."""
 MERGED = " traces read as one run"
 """What the note on a run read from several traces says (after their number)."""
 
 
-class NotOneRun(Exception):
-    """A document that is an OpenTelemetry trace but not one readable run; detection stops here with the reason."""
-
-    def __init__(self, reason: str) -> None:
-        """Keep the reason for the error message."""
-        super().__init__(reason)
-        self.reason = reason
-
-
-@frozen
+@dataclass(frozen=True, slots=True)
 class Span:
     """One span, whatever the exporter: flat attributes, events, ids, start time and status."""
 
@@ -117,16 +112,19 @@ def _unwrapped(doc: Any) -> Any:
 
 
 def _otlp_shaped(raw: dict[str, Any]) -> dict[str, Any]:
-    """A span mapping as OTLP or an SDK writes it: Jaeger's and JS's rewritten, others as they are."""
+    """A span mapping as OTLP or an SDK writes it: Jaeger's and JS's rewritten, others as they
+    are."""
     if is_jaeger_span(raw):
         return from_jaeger(raw)
     return from_js(raw) if is_js_span(raw) else raw
 
 
 def refuses(doc: Any) -> bool:
-    """Whether ``_raw_spans(doc)`` surely refuses, so the ``otel`` reader raises ``NotThisFormat`` before any
-    ``NotOneRun``: a mapping neither an export nor a span with no ``spans`` or ``data`` list, an empty list, or a
-    list whose item 0 is neither. Detection skips the reader then."""
+    """Whether ``_raw_spans(doc)`` surely refuses, so the ``otel`` reader raises ``NotThisFormat``
+    before any ``NotOneRun``: a mapping neither an export nor a span with no ``spans`` or ``data``
+    list, an empty list, or a list whose item 0 is neither. Detection skips the reader then."""
+    if isinstance(doc, list) and doc and type(doc[0]) is dict and doc[0].keys() <= _MESSAGE_KEYS:
+        return True  # a chat message list (the usual bulk record), told at C speed
     if jaeger_traces(doc) is not None:  # a list of Jaeger traces, whose item 0 is no span
         return False
     doc = _unwrapped(doc)
@@ -180,36 +178,41 @@ def _some(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _span(raw: dict[str, Any], index: int) -> Span:
     """One span mapping in the normal form."""
     attrs = _attributes(raw.get("attributes"))
-    events = tuple((str(e.get("name", "")), _attributes(e.get("attributes"))) for e in raw.get("events") or ()
-                   if isinstance(e, dict))  # fmt: skip
+    events = tuple(
+        (str(e.get("name", "")), _attributes(e.get("attributes")))
+        for e in raw.get("events") or ()
+        if isinstance(e, dict)
+    )
     trace_key, trace = _field(raw, "traceId", "trace_id", "context.trace_id")
-    oi_kind = attrs.get(
-        "openinference.span.kind", raw.get("span_kind")
-    )  # Phoenix moves the kind out
+    # Phoenix moves the kind out
+    oi_kind = attrs.get("openinference.span.kind", raw.get("span_kind"))
     return Span(
         index, str(raw.get("name") or ""), attrs, events,
         _hex_id(_field(raw, "spanId", "span_id", "context.span_id")[1]),
         _hex_id(_field(raw, "parentSpanId", "parent_span_id", "parent_id")[1]),
-        _hex_id(trace), (trace_key, str(trace)), oi_kind.upper() if isinstance(oi_kind, str) else None,
-        _start(_field(raw, "startTimeUnixNano", "start_time_unix_nano", "start_time")[1]), _failed(raw, attrs),
-        _times(raw),
+        _hex_id(trace), (trace_key, str(trace)),
+        oi_kind.upper() if isinstance(oi_kind, str) else None,
+        _start(_field(raw, "startTimeUnixNano", "start_time_unix_nano", "start_time")[1]),
+        _failed(raw, attrs), _times(raw),
     )  # fmt: skip
 
 
 def _times(raw: dict[str, Any]) -> tuple[int, int] | None:
-    """Start and end in nanoseconds: OTLP's ``*UnixNano`` or ISO times (a bare number under ``start_time`` has no
-    known unit); None when either is missing or the end comes first."""
+    """Start and end in nanoseconds: OTLP's ``*UnixNano`` or ISO times (a bare number under
+    ``start_time`` has no known unit); None when either is missing or the end comes first."""
     start_key, start = _field(raw, "startTimeUnixNano", "start_time_unix_nano", "start_time")
     end_key, end = _field(raw, "endTimeUnixNano", "end_time_unix_nano", "end_time")
+    pairs = ((start_key, start), (end_key, end))
     if start is None or end is None or any(k.endswith("_time") and not isinstance(v, str)
-                                           for k, v in ((start_key, start), (end_key, end))):  # fmt: skip
+                                           for k, v in pairs):  # fmt: skip
         return None
     begun, ended = _start(start), _start(end)
     return (begun, ended) if begun is not None and ended is not None and ended >= begun else None
 
 
 def _field(raw: dict[str, Any], *names: str) -> tuple[str, Any]:
-    """The first of ``names`` present (``a.b`` looks inside mapping ``a``): the name and its value."""
+    """The first of ``names`` present (``a.b`` looks inside mapping ``a``): the name and its
+    value."""
     for name in names:
         head, _, tail = name.partition(".")
         holder = raw.get(head) if tail else raw
@@ -225,7 +228,8 @@ def first(mapping: dict[str, Any], *keys: str) -> Any:
 
 
 def _attributes(raw: Any) -> dict[str, Any]:
-    """Attributes as a flat mapping: OTLP's ``[{key, value: AnyValue}]`` decoded, a mapping as is."""
+    """Attributes as a flat mapping: OTLP's ``[{key, value: AnyValue}]`` decoded, a mapping as
+    is."""
     if isinstance(raw, dict):
         return raw
     if not isinstance(raw, list):
@@ -254,7 +258,8 @@ def _any_value(value: Any) -> Any:
 
 
 def _hex_id(raw: Any) -> str | None:
-    """A trace or span id as lowercase hex: OTLP/JSON writes hex, protobuf's MessageToJson base64, the SDK ``0x…``."""
+    """A trace or span id as lowercase hex: OTLP/JSON writes hex, protobuf's MessageToJson base64,
+    the SDK ``0x…``."""
     if not isinstance(raw, str):
         return None if raw is None else str(raw)
     text = raw.lower().removeprefix("0x")
@@ -268,7 +273,8 @@ def _hex_id(raw: Any) -> str | None:
 
 
 def _start(raw: Any) -> int | None:
-    """A start time as one sortable integer: OTLP nanoseconds (a string in OTLP/JSON), or an ISO time."""
+    """A start time as one sortable integer: OTLP nanoseconds (a string in OTLP/JSON), or an ISO
+    time."""
     if isinstance(raw, bool) or raw is None:
         return None
     if isinstance(raw, (int, float)):
@@ -289,7 +295,8 @@ def _start(raw: Any) -> int | None:
 
 
 def _failed(raw: dict[str, Any], attrs: dict[str, Any]) -> bool:
-    """Whether the status is ERROR (``2``, ``STATUS_CODE_ERROR``, ``StatusCode.ERROR``) or ``error.type`` is set."""
+    """Whether the status is ERROR (``2``, ``STATUS_CODE_ERROR``, ``StatusCode.ERROR``) or
+    ``error.type`` is set."""
     status = raw.get("status")
     code = first(status, "code", "status_code") if isinstance(status, dict) else status
     code = raw.get("status_code") if code is None else code
@@ -301,7 +308,8 @@ def _failed(raw: dict[str, Any], attrs: dict[str, Any]) -> bool:
 
 
 def _ordered(spans: list[Span]) -> list[Span]:
-    """Spans by start time, parents before children on ties; without times, the tree in file order."""
+    """Spans by start time, parents before children on ties; without times, the tree in file
+    order."""
     tree = _preorder(spans)
     if any(span.start is None for span in spans):
         return tree
@@ -328,9 +336,10 @@ def _preorder(spans: list[Span]) -> list[Span]:
 
 
 def one_run(spans: list[Span], doc: Any, traces: str, whole: Callable[[Span], bool]) -> str | None:
-    """Check that the spans are one run, as ``traces`` (one of ``formats.TRACE_RULES``) says; the note on the run when
-    several traces were read as one. ``whole`` says whether a trace's root span makes the trace a run of its own
-    (an agent's or a chain's span): traces none of whose roots is one are fragments of a run."""
+    """Check that the spans are one run, as ``traces`` (one of ``formats.TRACE_RULES``) says; the
+    note on the run when several traces were read as one. ``whole`` says whether a trace's root span
+    makes the trace a run of its own (an agent's or a chain's span): traces none of whose roots is
+    one are fragments of a run."""
     ids = {span.trace_id: span.trace_ref for span in spans if span.trace_id is not None}
     if len(ids) < 2:
         return None
@@ -339,8 +348,10 @@ def one_run(spans: list[Span], doc: Any, traces: str, whole: Callable[[Span], bo
     key, raw = refs[0]
     select = _select(doc).format(key=key, id=raw)
     if traces == "one":
-        raise NotOneRun(f"the document holds {len(refs)} traces ({shown}) and traces: one reads a run from one "
-                        f"trace; pick one with select: \"{select}\"")  # fmt: skip
+        raise NotOneRun(
+            f"the document holds {len(refs)} traces ({shown}) and traces: one reads a run from "
+            f'one trace; pick one with select: "{select}"'
+        )
     root = None if traces == "merge" else _whole_root(spans, whole)
     if root is None:
         why = (
@@ -349,13 +360,17 @@ def one_run(spans: list[Span], doc: Any, traces: str, whole: Callable[[Span], bo
             else "no trace has an agent or chain span over its calls"
         )
         return f"{len(refs)}{MERGED}, in time order ({shown}): {why}"
-    raise NotOneRun(f"the document holds {len(refs)} traces ({shown}), and trace {root.trace_ref[1]} is a whole run "
-                    f"(its root span {root.name!r} is no model or tool call); pick one with select: \"{select}\", "
-                    "check each with each: trace, or read them as one run with traces: merge")  # fmt: skip
+    raise NotOneRun(
+        f"the document holds {len(refs)} traces ({shown}), and trace {root.trace_ref[1]} is a "
+        f"whole run (its root span {root.name!r} is no model or tool call); pick one with "
+        f'select: "{select}", check each with each: trace, or read them as one run with '
+        "traces: merge"
+    )
 
 
 def _whole_root(spans: list[Span], whole: Callable[[Span], bool]) -> Span | None:
-    """The first root span of a trace (no parent in the document) that makes the trace a run of its own, if any."""
+    """The first root span of a trace (no parent in the document) that makes the trace a run of its
+    own, if any."""
     known = {span.span_id for span in spans if span.span_id is not None}
     roots = (span for span in spans if span.trace_id is not None and span.parent_id not in known)
     return next((span for span in roots if whole(span)), None)
@@ -371,7 +386,8 @@ def _select(doc: Any) -> str:
 
 
 def wall_ms(spans: list[Span]) -> float | None:
-    """From the first span's start to the last one's end, in milliseconds; None when no span recorded its times."""
+    """From the first span's start to the last one's end, in milliseconds; None when no span
+    recorded its times."""
     times = [span.times for span in spans if span.times is not None]
     return (
         (max(end for _, end in times) - min(start for start, _ in times)) / 1e6 if times else None
@@ -382,20 +398,24 @@ def no_run(spans: list[Span]) -> str:
     """What a trace without LLM or tool spans lacks, for the error message."""
     names = ", ".join(repr(span.name) for span in spans[:4]) + (", …" if len(spans) > 4 else "")
     count = f"{len(spans)} span{'s' if len(spans) != 1 else ''}"
-    return (f"an OpenTelemetry trace of {count} ({names}) with no LLM or tool span: no span has "
-            "gen_ai.operation.name chat, generate_content, text_completion or execute_tool, gen_ai.tool.name, or "
-            "openinference.span.kind LLM or TOOL; trace the agent with a GenAI or OpenInference "
-            "instrumentation")  # fmt: skip
+    return (
+        f"an OpenTelemetry trace of {count} ({names}) with no LLM or tool span: no span has "
+        "gen_ai.operation.name chat, generate_content, text_completion or execute_tool, "
+        "gen_ai.tool.name, or openinference.span.kind LLM or TOOL; trace the agent with a GenAI "
+        "or OpenInference instrumentation"
+    )
 
 
 def spans_of(doc: Any) -> list[Span]:
-    """The spans of a document, every trace's, in start-time order (``one_run`` says whether they are one run)."""
+    """The spans of a document, every trace's, in start-time order (``one_run`` says whether they
+    are one run)."""
     return _ordered([_span(raw, i) for i, raw in enumerate(_raw_spans(doc))])
 
 
 def trace_groups(doc: Any) -> list[tuple[str, list[dict[str, Any]]]]:
-    """The spans of a document grouped by trace id, in order of first appearance, each a list of raw spans that
-    reads as one run (bulk sources' ``each: trace``); spans without a trace id form one group named ``-``."""
+    """The spans of a document grouped by trace id, in order of first appearance, each a list of raw
+    spans that reads as one run (bulk sources' ``each: trace``); spans without a trace id form one
+    group named ``-``."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for raw in _raw_spans(doc):
         trace = _hex_id(_field(raw, "traceId", "trace_id", "context.trace_id")[1])

@@ -1,76 +1,61 @@
-"""OpenAI Chat Completions: a messages list, one message, or a whole completion (``choices[0].message``)."""
+"""OpenAI Chat Completions: a messages list, one message, or a whole completion
+(``choices[0].message``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from ..trajectory import Trajectory
-from .builder import Builder, NotThisFormat, as_list, make_usage, text_of
+from ...trajectory import Trajectory
+from ..builder import Builder, NotThisFormat, as_list, make_usage, text_of
 
 FORMAT = "openai"
+READS = "messages"
+RANK = 100  # the last resort: any list of messages with a role
 _INPUTS = ("prompt_tokens",)
 _OUTPUTS = ("completion_tokens",)
 _ABSENT = object()
 
 
 def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
-    """Read Chat Completions messages; every item needs a ``role``. The generic last resort of detection."""
+    """Read Chat Completions messages; every item needs a ``role``. The generic last resort of
+    detection."""
     messages, usage = _messages(doc)
     builder = Builder(details)
-    names, raws, ids, turns, pending, usages = (
-        builder.columns()
-    )  # appended to in step, as builder's methods do
-    add_name, add_raw, add_id, add_turn = names.append, raws.append, ids.append, turns.append
-    add_result, add_usage = pending.append, usages.append
-    answer = None
+    call, result, turn = builder.call, builder.result, builder.turn  # once, not per message
     for message in messages:  # no enumerate: an error finds its item's index (_index)
         role = message.get("role") if isinstance(message, dict) else None
         if role == "tool":
             if details:  # else the builder pairs no result
-                add_result(
-                    (
-                        message.get("content"),
-                        message.get("tool_call_id"),
-                        message.get("name"),
-                        None,
-                        len(names),
-                    )
-                )
+                result(message.get("content"), message.get("tool_call_id"), message.get("name"))
         elif role == "assistant":
             content = message.get("content")
-            turn = len(usages)
-            add_usage(
-                None
-            )  # a new turn (builder.turn): Chat Completions messages carry no usage of their own
-            if content:
-                answer = text_of(content) or answer
+            turn(text_of(content) if content else None)  # messages carry no usage of their own
             calls = message.get("tool_calls")
             if calls and not isinstance(calls, (list, tuple)):
                 raise NotThisFormat(
                     f"item {_index(messages, message)} has 'tool_calls' that is not a list"
                 )
-            for call in calls or ():
-                spec = call.get("function") if type(call) is dict else None
+            for entry in calls or ():
+                spec = entry.get("function") if type(entry) is dict else None
                 if type(spec) is dict and "arguments" in spec:
-                    add_name(spec.get("name"))
-                    add_raw(spec["arguments"])
-                    add_id(call.get("id"))
-                    add_turn(turn)
+                    call(spec.get("name"), spec["arguments"], entry.get("id"))
                 else:
-                    _call(builder.call, call)
+                    _call(call, entry)
             legacy = message.get("function_call")
-            if legacy is not None and isinstance(
-                legacy, dict
-            ):  # None first: most messages have none; it is cheaper
-                builder.call(legacy.get("name"), legacy.get("arguments"))
+            if legacy is not None and isinstance(legacy, dict):  # None first: most have none
+                call(legacy.get("name"), legacy.get("arguments"))
         elif not isinstance(role, str):
             raise NotThisFormat(f"item {_index(messages, message)} has no 'role'")
         elif role == "function":
-            builder.result(message.get("content"), None, message.get("name"))
-    if answer is not None:
-        builder.answer = answer
+            result(message.get("content"), None, message.get("name"))
     return builder.finish(FORMAT, usage)
+
+
+def refuses(doc: Any) -> bool:
+    """Whether ``read(doc, auto=True)`` surely refuses: neither a list nor a mapping. Anything else
+    it can tell only by reading."""
+    return not isinstance(doc, (list, dict))
 
 
 def _index(messages: list[Any], message: Any) -> int:
@@ -95,7 +80,8 @@ def _messages(doc: Any) -> tuple[list[Any], Any]:
 
 
 def _call(add: Callable[..., None], call: Any) -> None:
-    """One ``tool_calls`` entry other than a function call with ``arguments``: custom, or a loose shape."""
+    """One ``tool_calls`` entry other than a function call with ``arguments``: custom, or a loose
+    shape."""
     if not isinstance(call, dict):
         raise NotThisFormat("a 'tool_calls' entry is not a mapping")
     spec = call.get("function") or call.get("custom")

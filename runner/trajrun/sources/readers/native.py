@@ -1,11 +1,13 @@
-"""trajrun's own trajectory (``trajrun show -o json``) and the Elixir LangChain ``Trajectory.to_map`` shape.
+"""trajrun's own trajectory (``trajrun show -o json``) and the Elixir LangChain
+``Trajectory.to_map`` shape.
 
-Own shape: ``{tool_calls: [{name, args, id?, turn?, result?, error?, has_result?, duration_ms?}], turns?,
-usage?, answer?, nodes?, format?, wall_ms?}`` (``has_result: true`` marks a recorded ``null`` result); what
-``Trajectory.to_dict()`` writes reads back equal (a ``format`` naming a known format is kept, so a
-round trip keeps where the run came from). A call without ``turn``
-is its own turn. Elixir shape: ``{messages, tool_calls, token_usage: {input, output}, metadata}``;
-its ``messages`` give turns, results and error flags (paired by order and name: it has no ids).
+Own shape: ``{tool_calls: [{name, args, id?, turn?, result?, error?, has_result?, duration_ms?}],
+turns?, usage?, answer?, nodes?, format?, wall_ms?}`` (``has_result: true`` marks a recorded
+``null`` result); what ``Trajectory.to_dict()`` writes reads back equal (a recorded ``format`` is
+kept, and detection keeps it when it names a known format, so a round trip keeps where the run came
+from). A call without ``turn`` is its own turn. Elixir shape: ``{messages, tool_calls, token_usage:
+{input, output}, metadata}``; its ``messages`` give turns, results and error flags (paired by order
+and name: it has no ids).
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..trajectory import ToolCall, Trajectory, Usage
-from .builder import (
+from ...trajectory import ToolCall, Trajectory, Usage
+from ..builder import (
     Builder,
     NotThisFormat,
     check_depth,
@@ -23,14 +25,16 @@ from .builder import (
     result_content,
     text_of,
 )
-from .formats import FORMATS
 
 FORMAT = "trajectory"
+READS = "document"
+RANK = 40
 _FOREIGN_KEYS = frozenset({"role", "type", "content", "data", "kwargs", "parts"})
 
 
 def refuses(doc: Any) -> bool:
-    """Whether ``read(doc)`` surely refuses: no top-level ``tool_calls`` list. Detection skips the reader then."""
+    """Whether ``read(doc)`` surely refuses: no top-level ``tool_calls`` list. Detection skips the
+    reader then."""
     return not isinstance(doc, dict) or not isinstance(doc.get("tool_calls"), list)
 
 
@@ -60,9 +64,18 @@ def _own(doc: dict[str, Any]) -> Trajectory:
         args = decode_args(raw.get("args", raw.get("arguments")))
         has_result = result is not None or raw.get("has_result") is True
         calls.append(
-            ToolCall(raw["name"], args, raw.get("id"), turn, position, result, has_result,
-                     error if isinstance(error, bool) else None, _milliseconds(raw.get("duration_ms")))
-        )  # fmt: skip
+            ToolCall(
+                raw["name"],
+                args,
+                raw.get("id"),
+                turn,
+                position,
+                result,
+                has_result,
+                error if isinstance(error, bool) else None,
+                _milliseconds(raw.get("duration_ms")),
+            )
+        )
     turns = doc.get("turns")
     if not isinstance(turns, int) or isinstance(turns, bool):
         turns = turn + 1
@@ -71,13 +84,19 @@ def _own(doc: dict[str, Any]) -> Trajectory:
     check_depth(names, [call.args for call in calls], "arguments")
     check_depth(names, [call.result for call in calls], "result")
     return Trajectory(
-        tuple(calls), turns, _usage(doc.get("usage")), _text(doc.get("answer")), _nodes(doc.get("nodes")),
-        fmt if fmt in FORMATS else FORMAT, _milliseconds(doc.get("wall_ms")),
-    )  # fmt: skip
+        tuple(calls),
+        turns,
+        _usage(doc.get("usage")),
+        _text(doc.get("answer")),
+        _nodes(doc.get("nodes")),
+        fmt if isinstance(fmt, str) else FORMAT,
+        _milliseconds(doc.get("wall_ms")),
+    )
 
 
 def _milliseconds(raw: Any) -> float | None:
-    """A recorded time in milliseconds (``duration_ms``, ``wall_ms``); anything but a finite number is none."""
+    """A recorded time in milliseconds (``duration_ms``, ``wall_ms``); anything but a finite number
+    is none."""
     if not isinstance(raw, (int, float)) or isinstance(raw, bool):
         return None
     try:
@@ -88,7 +107,8 @@ def _milliseconds(raw: Any) -> float | None:
 
 
 def _elixir(doc: dict[str, Any], details: bool) -> Trajectory:
-    """The Elixir ``to_map`` shape: messages when there are any, else the flat call list, one turn each."""
+    """The Elixir ``to_map`` shape: messages when there are any, else the flat call list, one turn
+    each."""
     builder = Builder(details)
     messages = doc["messages"]
     if not messages:
@@ -113,7 +133,8 @@ def _elixir(doc: dict[str, Any], details: bool) -> Trajectory:
 
 
 def _mappings(message: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    """A message's list of mappings under ``key`` (none when missing or empty); anything else is not this format."""
+    """A message's list of mappings under ``key`` (none when missing or empty); anything else is not
+    this format."""
     items = message.get(key) or []
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
         raise NotThisFormat(f"a message's '{key}' is not a list of mappings")
@@ -121,7 +142,8 @@ def _mappings(message: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def _usage(raw: Any) -> Usage | None:
-    """``{input_tokens, output_tokens}`` (own shape) or ``{input, output}`` (Elixir); ``null`` is no usage."""
+    """``{input_tokens, output_tokens}`` (own shape) or ``{input, output}`` (Elixir); ``null`` is no
+    usage."""
     return make_usage(raw, ("input_tokens", "input"), ("output_tokens", "output"))
 
 

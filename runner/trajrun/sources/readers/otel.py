@@ -1,24 +1,25 @@
-"""OpenTelemetry traces (GenAI semantic conventions, both generations, and OpenInference) read as one agent run.
+"""OpenTelemetry traces (GenAI semantic conventions, both generations, and OpenInference) read as
+one agent run.
 
 Documents: an OTLP/JSON export (``resourceSpans → scopeSpans → spans``, camelCase or protobuf's
-snake_case), a list of them (the Collector's file exporter writes one per line, so a ``.jsonl``
-file reads as that list), a list of spans, ``{spans: […]}``, Phoenix's ``{data: […]}``, or one
-span; Grafana Tempo's ``{batches: […]}`` (``scopeSpans`` or the older
-``instrumentationLibrarySpans``), Jaeger's JSON (``{data: [{traceID, spans, processes}]}``, a
-trace, its spans) and OTel JS ``ReadableSpan`` lists (see ``otel_layouts``). A span is OTLP
-(attributes as ``[{key, value}]``), the Python SDK's ``to_json`` (``context.span_id``, ISO times,
-``0x`` ids), Phoenix's (``span_kind``) or a flat ``{span_id, attributes}``. Ids may be hex or
-base64; spans are put in start-time order (parents first on ties), or parents before children and
-siblings in file order when times are missing.
+snake_case), a list of them (the Collector's file exporter writes one per line, so a ``.jsonl`` file
+reads as that list), a list of spans, ``{spans: […]}``, Phoenix's ``{data: […]}``, or one span;
+Grafana Tempo's ``{batches: […]}`` (``scopeSpans`` or the older ``instrumentationLibrarySpans``),
+Jaeger's JSON (``{data: [{traceID, spans, processes}]}``, a trace, its spans) and OTel JS
+``ReadableSpan`` lists (see ``otel_layouts``). A span is OTLP (attributes as ``[{key, value}]``),
+the Python SDK's ``to_json`` (``context.span_id``, ISO times, ``0x`` ids), Phoenix's (``span_kind``)
+or a flat ``{span_id, attributes}``. Ids may be hex or base64; spans are put in start-time order
+(parents first on ties), or parents before children and siblings in file order when times are
+missing.
 
-**One run** (``otel_spans.one_run``). A document holding several traces, one of which is a whole
-run (a root span that is no model or tool call: an agent's, a chain's, a request's), is refused
-with their ids and the ``select`` that picks one (``$..[?(@.traceId == '…')]``): the Collector
-writes every run of a service to one file, and silently merging runs would mix them. Traces whose
-roots are all model or tool calls (an agent not wrapped in a span, each call starting its own
-trace) are fragments of one run, read as one in time order, with a note saying so. The source's
-``traces`` forces either: ``merge`` reads every trace as one run, ``one`` refuses several. Spans
-without a trace id belong to no trace.
+**One run** (``otel_spans.one_run``). A document holding several traces, one of which is a whole run
+(a root span that is no model or tool call: an agent's, a chain's, a request's), is refused with
+their ids and the ``select`` that picks one (``$..[?(@.traceId == '…')]``): the Collector writes
+every run of a service to one file, and silently merging runs would mix them. Traces whose roots are
+all model or tool calls (an agent not wrapped in a span, each call starting its own trace) are
+fragments of one run, read as one in time order, with a note saying so. The source's ``traces``
+forces either: ``merge`` reads every trace as one run, ``one`` refuses several. Spans without a
+trace id belong to no trace.
 
 **Calls** are the tool-execution spans (``gen_ai.operation.name: execute_tool``, or OpenInference
 ``TOOL``) in start-time order, except ADK's ``execute_tool (merged)`` summary of parallel calls. A
@@ -26,8 +27,8 @@ trace with none gives the calls requested in LLM spans' output messages (``gen_a
 as an attribute or an event, OpenInference ``llm.output_messages.N.message.tool_calls.M``,
 OpenLLMetry's indexed ``gen_ai.completion.N.tool_calls.M``, ``gen_ai.choice`` events); their results
 are the tool messages that follow the last assistant message in a later LLM span's input. Input
-messages are history and never count as calls. A trace with no LLM or tool span, or whose LLM
-spans finished to call tools without recording which, is an error that says what is missing.
+messages are history and never count as calls. A trace with no LLM or tool span, or whose LLM spans
+finished to call tools without recording which, is an error that says what is missing.
 
 **Times**: a tool span's duration is its call's ``duration_ms``; the trace's extent is ``wall_ms``.
 
@@ -59,22 +60,25 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ..trajectory import Trajectory, Usage
-from .builder import Builder, decode_args, make_usage
+from ...trajectory import Trajectory, Usage
+from ..builder import Builder, NotOneRun, decode_args, make_usage
 from .langchain import tool_message
 from .otel_calls import one_call_each
-
-# refuses is not used here: detection asks every reader module for its own (otel's lives with the span parsing)
-from .otel_spans import NotOneRun, Span, first, no_run, one_run, refuses, spans_of, wall_ms  # noqa: F401
+from .otel_spans import Span, first, no_run, one_run, spans_of, wall_ms
+from .otel_spans import refuses as refuses  # the Reader's refusal test lives with the span parsing
 
 FORMAT = "otel"
+READS = "document"
+RANK = 10
 NOT_CAPTURED = "<not captured>"
-"""The arguments of a call whose span did not capture them (content capture off) and whose request was not seen."""
+"""The arguments of a call whose span did not capture them (content capture off) and whose request
+was not seen."""
 
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
 _STEP_KINDS = frozenset({"RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR", "PROMPT"})
-"""OpenInference kinds of a step of a run, which a trace of its own is a fragment of (as LLM and TOOL are)."""
+"""OpenInference kinds of a step of a run, which a trace of its own is a fragment of (as LLM and
+TOOL are)."""
 _ASSISTANT = frozenset({"assistant", "model"})
 _TOOL_CALL_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
 _MERGED = (
@@ -104,7 +108,8 @@ class _Message(NamedTuple):
 
 
 class _Turn(NamedTuple):
-    """An LLM span: its output text and requested calls, usage, and the tool results new in its input."""
+    """An LLM span: its output text and requested calls, usage, and the tool results new in its
+    input."""
 
     text: str | None
     usage: Usage | None
@@ -114,7 +119,8 @@ class _Turn(NamedTuple):
 
 
 class _Execution(NamedTuple):
-    """A tool-execution span: name, arguments (``None`` when not captured), call id, result, error flag."""
+    """A tool-execution span: name, arguments (``None`` when not captured), call id, result, error
+    flag."""
 
     name: str
     args: Any
@@ -128,8 +134,8 @@ class _Execution(NamedTuple):
 
 
 def read(doc: Any, *, auto: bool = False, details: bool = True, traces: str = "auto") -> Trajectory:
-    """Read a trace's GenAI or OpenInference spans into a run, each model or tool call once; several traces
-    as ``traces`` (``formats.TRACE_RULES``) says."""
+    """Read a trace's GenAI or OpenInference spans into a run, each model or tool call once; several
+    traces as ``traces`` (``formats.TRACE_RULES``) says."""
     spans = spans_of(doc)
     merged = one_run(spans, doc, traces, _whole_run)
     kinds = {span.index: _kind(span) for span in spans}
@@ -164,8 +170,8 @@ def _unwrapped_note(count: int) -> str:
     """The note on results read from serialised LangChain ``ToolMessage`` objects."""
     which = "1 tool result is" if count == 1 else f"{count} tool results are"
     return (
-        f"{which} the content of a LangChain ToolMessage serialised in the tool span (output.value), "
-        "which keeps the whole message"
+        f"{which} the content of a LangChain ToolMessage serialised in the tool span "
+        "(output.value), which keeps the whole message"
     )
 
 
@@ -173,7 +179,8 @@ def _unwrapped_note(count: int) -> str:
 
 
 def _whole_run(span: Span) -> bool:
-    """Whether a root span makes its trace a run of its own: it is no model, tool or other step's span."""
+    """Whether a root span makes its trace a run of its own: it is no model, tool or other step's
+    span."""
     kind = _kind(span)
     step = kind in ("llm", "tool", "merged") or span.oi_kind in _STEP_KINDS
     return not step and span.attrs.get("gen_ai.operation.name") != "embeddings"
@@ -242,7 +249,8 @@ def _one_turn(turns: list[_Turn]) -> _Turn:
 
 
 def _usage(attrs: dict[str, Any]) -> Usage | None:
-    """The span's token counts under the first convention it uses (OpenLLMetry writes two at once)."""
+    """The span's token counts under the first convention it uses (OpenLLMetry writes two at
+    once)."""
     for inputs, outputs in _USAGE_KEYS:
         usage = make_usage(attrs, (inputs,), (outputs,))
         if usage is not None:
@@ -251,13 +259,17 @@ def _usage(attrs: dict[str, Any]) -> Usage | None:
 
 
 def _new_results(inputs: list[_Message]) -> list[tuple[Any, Any, Any]]:
-    """The tool results after the last assistant message: the answers to the previous turn's calls."""
+    """The tool results after the last assistant message: the answers to the previous turn's
+    calls."""
     last = max(
         (i for i, m in enumerate(inputs) if isinstance(m.role, str) and m.role in _ASSISTANT),
         default=-1,
     )
-    return [(content, _id(call_id), name)
-            for message in inputs[last + 1 :] for content, call_id, name in message.results]  # fmt: skip
+    return [
+        (content, _id(call_id), name)
+        for message in inputs[last + 1 :]
+        for content, call_id, name in message.results
+    ]
 
 
 def _messages(span: Span, readers: tuple[Callable[[Span], list[_Message]], ...]) -> list[_Message]:
@@ -270,7 +282,8 @@ def _messages(span: Span, readers: tuple[Callable[[Span], list[_Message]], ...])
 
 
 def _genai_reader(key: str) -> Callable[[Span], list[_Message]]:
-    """Semconv ≥1.37 ``gen_ai.{input,output}.messages``: a JSON string on the span or on an event."""
+    """Semconv ≥1.37 ``gen_ai.{input,output}.messages``: a JSON string on the span or on an
+    event."""
 
     def read(span: Span) -> list[_Message]:
         value = span.attrs.get(key)
@@ -316,7 +329,8 @@ def _indexed_reader(
 
 
 def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """The items of a flattened list: ``prefix.N.rest`` keys grouped by N, or a list value (Phoenix)."""
+    """The items of a flattened list: ``prefix.N.rest`` keys grouped by N, or a list value
+    (Phoenix)."""
     value = attrs.get(prefix)
     if isinstance(value, list):
         return [item for item in value if isinstance(item, dict)]
@@ -331,7 +345,8 @@ def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
 
 
 def _openinference_message(item: dict[str, Any]) -> _Message:
-    """OpenInference's ``message.role``, ``.content`` or text ``.contents``, ``.tool_calls``, ``.tool_call_id``."""
+    """OpenInference's ``message.role``, ``.content`` or text ``.contents``, ``.tool_calls``,
+    ``.tool_call_id``."""
     role, content = item.get("message.role"), item.get("message.content")
     if not isinstance(content, str):
         parts = _indexed(item, "message.contents")
@@ -341,8 +356,14 @@ def _openinference_message(item: dict[str, Any]) -> _Message:
             if p.get("message_content.type", "text") == "text"
         ]
         content = "".join(t for t in texts if isinstance(t, str))
-    calls = [(c.get("tool_call.function.name"), c.get("tool_call.function.arguments"), c.get("tool_call.id"))
-             for c in _indexed(item, "message.tool_calls")]  # fmt: skip
+    calls = [
+        (
+            c.get("tool_call.function.name"),
+            c.get("tool_call.function.arguments"),
+            c.get("tool_call.id"),
+        )
+        for c in _indexed(item, "message.tool_calls")
+    ]
     if "message.function_call_name" in item:  # legacy OpenAI function calling
         calls.append(
             (
@@ -359,7 +380,8 @@ def _openinference_message(item: dict[str, Any]) -> _Message:
 
 
 def _openllmetry_message(item: dict[str, Any]) -> _Message:
-    """OpenLLMetry's ``role``, ``content``, ``tool_calls.M.{id,name,arguments}``, ``function_call.*``."""
+    """OpenLLMetry's ``role``, ``content``, ``tool_calls.M.{id,name,arguments}``,
+    ``function_call.*``."""
     role, content = item.get("role"), item.get("content")
     calls = [(c.get("name"), c.get("arguments"), c.get("id")) for c in _indexed(item, "tool_calls")]
     if "function_call.name" in item:
@@ -370,7 +392,8 @@ def _openllmetry_message(item: dict[str, Any]) -> _Message:
 
 
 def _event_inputs(span: Span) -> list[_Message]:
-    """Semconv 1.28–1.36 per-message events (``gen_ai.user.message``, ``gen_ai.tool.message``, …)."""
+    """Semconv 1.28–1.36 per-message events (``gen_ai.user.message``, ``gen_ai.tool.message``,
+    …)."""
     messages = []
     for name, attrs in span.events:
         role = _EVENT_ROLES.get(name)
@@ -382,13 +405,21 @@ def _event_inputs(span: Span) -> list[_Message]:
 
 
 def _event_outputs(span: Span) -> list[_Message]:
-    """Semconv 1.28–1.36 ``gen_ai.choice`` events: ``message`` with ``content`` and OpenAI-style ``tool_calls``."""
+    """Semconv 1.28–1.36 ``gen_ai.choice`` events: ``message`` with ``content`` and OpenAI-style
+    ``tool_calls``."""
     messages = []
     for name, attrs in span.events:
         message = _event_body(attrs).get("message") if name == "gen_ai.choice" else None
         if isinstance(message, dict):
-            calls = [(c.get("function", {}).get("name"), c.get("function", {}).get("arguments"), c.get("id"))
-                     for c in message.get("tool_calls") or () if isinstance(c, dict)]  # fmt: skip
+            calls = [
+                (
+                    c.get("function", {}).get("name"),
+                    c.get("function", {}).get("arguments"),
+                    c.get("id"),
+                )
+                for c in message.get("tool_calls") or ()
+                if isinstance(c, dict)
+            ]
             text = message.get("content")
             messages.append(
                 _Message("assistant", text if isinstance(text, str) and text else None, calls, [])
@@ -428,7 +459,8 @@ def _tool_key(span: Span) -> tuple[str, Any]:
 
 
 def _execution(span: Span) -> _Execution:
-    """A tool span: GenAI ``gen_ai.tool.*``, OpenInference ``tool.name``/``input.value``/``output.value``, old ADK."""
+    """A tool span: GenAI ``gen_ai.tool.*``, OpenInference
+    ``tool.name``/``input.value``/``output.value``, old ADK."""
     attrs = span.attrs
     name, call_id = _tool_key(span)
     args = first(attrs, "gen_ai.tool.call.arguments", "tool_call.function.arguments", "input.value",
@@ -456,17 +488,27 @@ def _one_execution(runs: list[_Execution]) -> _Execution:
     outer, recorded = runs[-1], next((run for run in runs if run.has_result), runs[-1])
     args = next((run.args for run in runs if run.args is not None), None)
     call_id = next((run.call_id for run in runs if run.call_id is not None), None)
-    return _Execution(outer.name, args, call_id, recorded.result, recorded.has_result,
-                      any(run.error for run in runs), outer.duration_ms, recorded.unwrapped)  # fmt: skip
+    return _Execution(
+        outer.name,
+        args,
+        call_id,
+        recorded.result,
+        recorded.has_result,
+        any(run.error for run in runs),
+        outer.duration_ms,
+        recorded.unwrapped,
+    )
 
 
 def _id(value: Any) -> Any:
-    """A call id as recorded; a list or a map (an odd attribute value) is no id, as it cannot pair."""
+    """A call id as recorded; a list or a map (an odd attribute value) is no id, as it cannot
+    pair."""
     return None if isinstance(value, (list, dict)) else value
 
 
 def _only_output(value: Any) -> bool:
-    """``{"output": …}``: how OpenInference's LangChain instrumentation records a tool's return value."""
+    """``{"output": …}``: how OpenInference's LangChain instrumentation records a tool's return
+    value."""
     return isinstance(value, dict) and list(value) == ["output"]
 
 
@@ -474,7 +516,8 @@ def _only_output(value: Any) -> bool:
 
 
 def _from_executions(steps: list[_Turn | _Execution], details: bool) -> Trajectory:
-    """Calls from tool spans: turns from LLM spans, arguments from requests when the span has none."""
+    """Calls from tool spans: turns from LLM spans, arguments from requests when the span has
+    none."""
     builder = Builder(details)
     turns = [step for step in steps if isinstance(step, _Turn)]
     by_id = {
@@ -494,16 +537,22 @@ def _from_executions(steps: list[_Turn | _Execution], details: bool) -> Trajecto
         executions.append(step)
     trajectory = builder.finish(FORMAT)
     calls = tuple(
-        call._replace(result=e.result, has_result=True, error=e.error, duration_ms=e.duration_ms) if e.has_result
-        else call._replace(result=answers.get(e.call_id), has_result=e.call_id in answers, error=e.error,
-                           duration_ms=e.duration_ms)
-        for call, e in zip(trajectory.calls, executions)
-    )  # fmt: skip
+        call._replace(result=e.result, has_result=True, error=e.error, duration_ms=e.duration_ms)
+        if e.has_result
+        else call._replace(
+            result=answers.get(e.call_id),
+            has_result=e.call_id in answers,
+            error=e.error,
+            duration_ms=e.duration_ms,
+        )
+        for call, e in zip(trajectory.calls, executions, strict=True)
+    )
     return dataclasses.replace(trajectory, calls=calls)
 
 
 def _arguments(step: _Execution, by_id: dict[Any, Any], waiting: list[tuple[Any, Any, Any]]) -> Any:
-    """The span's arguments when they decode to an object; else its request's (by id, or the turn's next by name)."""
+    """The span's arguments when they decode to an object; else its request's (by id, or the turn's
+    next by name)."""
     by_name = step.call_id not in by_id
     request = next(
         (r for r in waiting if (r[0] == step.name if by_name else r[2] == step.call_id)), None
@@ -524,9 +573,12 @@ def _from_requests(turns: list[_Turn], details: bool) -> Trajectory:
     """Calls requested in LLM outputs, each turn's results from the next LLM span's input."""
     unseen = next((i for i, turn in enumerate(turns) if turn.unseen_calls), None)
     if unseen is not None:
-        raise NotOneRun(f"LLM span {unseen} finished to call tools, but the trace has no tool spans and no captured "
-                        "messages to say which; turn on content capture (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_"
-                        "CONTENT) or trace the tools")  # fmt: skip
+        raise NotOneRun(
+            f"LLM span {unseen} finished to call tools, but the trace has no tool spans and no "
+            "captured messages to say which; turn on content capture "
+            "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_"
+            "CONTENT) or trace the tools"
+        )
     builder = Builder(details)
     for turn in turns:
         for content, call_id, name in turn.results:
@@ -548,7 +600,8 @@ def _json(value: Any) -> Any:
 
 
 def _structured(value: Any) -> Any:
-    """A result recorded as JSON text (as OpenTelemetry records structured values) decoded; other text as is."""
+    """A result recorded as JSON text (as OpenTelemetry records structured values) decoded; other
+    text as is."""
     if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
         decoded = _json(value)
         return value if decoded is None else decoded

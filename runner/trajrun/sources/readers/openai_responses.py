@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..trajectory import Trajectory
-from .builder import Builder, NotThisFormat, make_usage, text_of
+from ...trajectory import Trajectory
+from ..builder import Builder, NotThisFormat, make_usage, text_of
 
 FORMAT = "openai-responses"
+READS = "messages"
+RANK = 80
 _INPUTS = ("input_tokens",)
 _OUTPUTS = ("output_tokens",)
 _SKIPPED = frozenset({"item_reference", "compaction"})
@@ -31,14 +33,15 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     return builder.finish(FORMAT, usage)
 
 
-def refuses_list(items: list[Any]) -> bool:
-    """Whether ``read(items, auto=True)`` surely refuses a list: it has no typed item before its first Chat
-    Completions message. Detection skips the reader when True."""
-    return _untyped(items) is not None
+def refuses(items: Any) -> bool:
+    """Whether ``read(items, auto=True)`` surely refuses a list: it has no typed item before its
+    first Chat Completions message. False for anything but a list: it cannot tell cheaply."""
+    return isinstance(items, list) and _untyped(items) is not None
 
 
 def _require_typed(items: list[Any]) -> None:
-    """Detection needs a typed item before any Chat Completions message (role ``tool`` or ``tool_calls``)."""
+    """Detection needs a typed item before any Chat Completions message (role ``tool`` or
+    ``tool_calls``)."""
     untyped = _untyped(items)
     if untyped is not None:
         raise NotThisFormat(
@@ -49,8 +52,9 @@ def _require_typed(items: list[Any]) -> None:
 
 
 def _untyped(items: list[Any]) -> int | None:
-    """The index of the Chat Completions message before any typed item (-1: no typed item at all), or None when
-    a typed item comes first; the reason is worded only when the reader raises (detection asks on every record)."""
+    """The index of the Chat Completions message before any typed item (-1: no typed item at all),
+    or None when a typed item comes first; the reason is worded only when the reader raises
+    (detection asks on every record)."""
     for i, item in enumerate(items):
         if isinstance(item, dict):
             if "type" in item:
@@ -112,7 +116,8 @@ def _message(builder: Builder, item: dict[str, Any], i: int, in_turn: bool) -> b
 
 
 def _call(builder: Builder, item: dict[str, Any], kind: str) -> None:
-    """A function, custom or built-in call; a built-in one carrying its ``output`` is its own result."""
+    """A function, custom or built-in call; a built-in one carrying its ``output`` is its own
+    result."""
     builtin = kind not in ("function_call", "custom_tool_call")
     name = item.get("name") or (kind[: -len("_call")] if builtin else None)
     if kind == "custom_tool_call":

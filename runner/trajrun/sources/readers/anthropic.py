@@ -1,13 +1,16 @@
-"""Anthropic Messages: a history of ``{role, content}`` with ``tool_use`` blocks, or a whole Message response."""
+"""Anthropic Messages: a history of ``{role, content}`` with ``tool_use`` blocks, or a whole Message
+response."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..trajectory import Trajectory, Usage
-from .builder import Builder, NotThisFormat, as_list, make_usage, text_of
+from ...trajectory import Trajectory, Usage
+from ..builder import Builder, NotThisFormat, as_list, make_usage, text_of
 
 FORMAT = "anthropic"
+READS = "messages"
+RANK = 50
 CALL_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 _MARKERS = frozenset({"thinking", "redacted_thinking"})
 _INPUTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -15,7 +18,8 @@ _OUTPUTS = ("output_tokens",)
 
 
 def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
-    """Read an Anthropic history; detection (``auto``) also needs a tool or thinking block or a Message response."""
+    """Read an Anthropic history; detection (``auto``) also needs a tool or thinking block or a
+    Message response."""
     messages = as_list(doc, lambda d: "role" in d and "content" in d)
     if messages is None:
         raise NotThisFormat("not a list of {role, content} messages or a Message")
@@ -30,19 +34,20 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     return builder.finish(FORMAT)
 
 
-def refuses_list(messages: list[Any]) -> bool:
-    """Whether ``read(messages, auto=True)`` surely refuses: a message with a role other than user or assistant (or
-    content neither text nor blocks) comes before any content blocks or usage, or no message has blocks (so no
-    evidence). False when it cannot tell cheaply. Detection skips the reader when True."""
+def refuses(messages: Any) -> bool:
+    """Whether ``read(messages, auto=True)`` surely refuses: neither a list nor a mapping; or, in a
+    list, a message with a role other than user or assistant (or content neither text nor blocks)
+    comes before any content blocks or usage, or no message has blocks (so no evidence). False when
+    it cannot tell cheaply."""
+    if not isinstance(messages, list):
+        return not isinstance(messages, dict)
     for message in messages:
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             return True
         content = message.get("content")
         if not isinstance(content, str):
             return not isinstance(content, list)
-        if (
-            message.get("usage") is not None
-        ):  # summed by make_usage, which may raise (an infinite count)
+        if message.get("usage") is not None:  # make_usage sums it, and may raise (infinite)
             return False
     return True
 
@@ -63,7 +68,8 @@ def _message(builder: Builder, message: Any, i: int) -> bool:
 
 
 def _blocks(builder: Builder, blocks: list[Any], i: int) -> bool:
-    """Calls and results from content blocks, in order; True when an Anthropic-only block was seen."""
+    """Calls and results from content blocks, in order; True when an Anthropic-only block was
+    seen."""
     evidence = False
     for block in blocks:
         kind = block.get("type") if isinstance(block, dict) else None
@@ -80,7 +86,8 @@ def _blocks(builder: Builder, blocks: list[Any], i: int) -> bool:
 
 
 def _is_error(block: dict[str, Any]) -> bool:
-    """``is_error`` (false when missing), or a server tool result whose content is an ``*_error`` object."""
+    """``is_error`` (false when missing), or a server tool result whose content is an ``*_error``
+    object."""
     content = block.get("content")
     if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
         return True

@@ -1,4 +1,5 @@
-"""LangGraph checkpoints and states: ``channel_values.messages`` or ``values.messages``, read as LangChain messages.
+"""LangGraph checkpoints and states: ``channel_values.messages`` or ``values.messages``, read as
+LangChain messages.
 
 Accepted: a checkpoint, a ``get_tuple`` dump (``{checkpoint: …}``), a legacy ``"json"`` serde
 payload (``{type: json, payload: …}``, messages as ``lc`` constructors), and a state snapshot or
@@ -10,19 +11,22 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..trajectory import Trajectory
+from ...trajectory import Trajectory
+from ..builder import NotThisFormat
 from . import openai
-from .builder import NotThisFormat
 from .langchain import read_messages
 
 FORMAT = "langgraph"
+READS = "document"
+RANK = 30
 _STATE_KEYS = frozenset(
     {"next", "config", "checkpoint", "metadata", "tasks", "created_at", "parent_config"}
 )
 
 
 def refuses(doc: Any) -> bool:
-    """Whether ``read(doc)`` surely refuses: not a mapping holding channels or a state. Detection skips it then."""
+    """Whether ``read(doc)`` surely refuses: not a mapping holding channels or a state. Detection
+    skips it then."""
     return not isinstance(doc, dict) or _channels(doc) is None
 
 
@@ -51,7 +55,8 @@ def _state(doc: Any) -> dict[str, Any]:
 
 
 def _channels(doc: dict[str, Any]) -> dict[str, Any] | None:
-    """``channel_values`` (of the document, its checkpoint or its payload), or a state's ``values``; else None."""
+    """``channel_values`` (of the document, its checkpoint or its payload), or a state's ``values``;
+    else None."""
     for holder in (doc, doc.get("checkpoint"), doc.get("payload")):
         if isinstance(holder, dict) and isinstance(holder.get("channel_values"), dict):
             return holder["channel_values"]
@@ -62,7 +67,8 @@ def _channels(doc: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _as_openai(messages: list[Any], langchain_error: NotThisFormat, details: bool) -> Trajectory:
-    """Messages a graph kept as plain ``{role, content}`` dicts; the LangChain reason if they are not."""
+    """Messages a graph kept as plain ``{role, content}`` dicts; the LangChain reason if they are
+    not."""
     try:
         trajectory = openai.read(messages, details=details)
     except NotThisFormat:

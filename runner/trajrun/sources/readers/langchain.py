@@ -1,4 +1,5 @@
-"""LangChain messages: ``messages_to_dict`` (``{type, data}``), ``dumpd`` (``lc`` constructors), flat ``model_dump``.
+"""LangChain messages: ``messages_to_dict`` (``{type, data}``), ``dumpd`` (``lc`` constructors),
+flat ``model_dump``.
 
 An AI message's calls come from ``tool_calls``, ``additional_kwargs.tool_calls``,
 ``additional_kwargs.function_call``, ``invalid_tool_calls`` (arguments kept as the raw string) and
@@ -9,18 +10,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..trajectory import Trajectory
-from .builder import Builder, NotThisFormat, make_usage, text_of
+from ...trajectory import Trajectory
+from ..builder import Builder, NotThisFormat, make_usage, text_of
 
 FORMAT = "langchain"
+READS = "messages"
+RANK = 90
 _KINDS = {
-    "ai": "ai", "AIMessageChunk": "ai", "AIMessage": "ai",
-    "tool": "tool", "ToolMessageChunk": "tool", "ToolMessage": "tool",
-    "function": "function", "FunctionMessageChunk": "function", "FunctionMessage": "function",
-    "human": "other", "system": "other", "chat": "other", "remove": "other", "developer": "other",
-    "HumanMessage": "other", "SystemMessage": "other", "ChatMessage": "other", "RemoveMessage": "other",
-    "HumanMessageChunk": "other", "SystemMessageChunk": "other", "ChatMessageChunk": "other",
-}  # fmt: skip
+    "ai": "ai",
+    "AIMessageChunk": "ai",
+    "AIMessage": "ai",
+    "tool": "tool",
+    "ToolMessageChunk": "tool",
+    "ToolMessage": "tool",
+    "function": "function",
+    "FunctionMessageChunk": "function",
+    "FunctionMessage": "function",
+    "human": "other",
+    "system": "other",
+    "chat": "other",
+    "remove": "other",
+    "developer": "other",
+    "HumanMessage": "other",
+    "SystemMessage": "other",
+    "ChatMessage": "other",
+    "RemoveMessage": "other",
+    "HumanMessageChunk": "other",
+    "SystemMessageChunk": "other",
+    "ChatMessageChunk": "other",
+}
 _BLOCK_ARGS = {"tool_use": "input", "tool_call": "args"}
 _USAGE_KEYS = (("input_tokens",), ("output_tokens",))
 
@@ -36,9 +54,12 @@ def read(doc: Any, *, auto: bool = False, details: bool = True) -> Trajectory:
     return read_messages(doc, FORMAT, details)
 
 
-def refuses_list(items: list[Any]) -> bool:
-    """Whether ``read(items, auto=True)`` surely refuses a list: empty, or item 0 not a mapping or of no LangChain
-    message type (``lc`` constructors, type ``constructor``, are left to the reader). Detection skips it when True."""
+def refuses(items: Any) -> bool:
+    """Whether ``read(items, auto=True)`` surely refuses a list: empty, or item 0 not a mapping or
+    of no LangChain message type (``lc`` constructors, type ``constructor``, are left to the
+    reader). False for anything but a list: it cannot tell cheaply."""
+    if not isinstance(items, list):
+        return False
     if not items:
         return True
     kind = items[0].get("type") if isinstance(items[0], dict) else None
@@ -61,7 +82,8 @@ def read_messages(messages: list[Any], fmt: str, details: bool = True) -> Trajec
 
 
 def _unpack(item: Any, i: int) -> tuple[str, dict[str, Any]]:
-    """The message kind (ai, tool, function, other) and its fields, whichever serialisation it uses."""
+    """The message kind (ai, tool, function, other) and its fields, whichever serialisation it
+    uses."""
     if not isinstance(item, dict):
         raise NotThisFormat(f"item {i} is not a mapping")
     if item.get("lc") == 1 and item.get("type") == "constructor":
@@ -78,8 +100,9 @@ def _unpack(item: Any, i: int) -> tuple[str, dict[str, Any]]:
 
 
 def tool_message(value: Any) -> tuple[Any, Any, bool] | None:
-    """A ``ToolMessage`` serialised any of the three ways (the flat ``model_dump`` only with its ``tool_call_id``):
-    its content, call id and whether its status is ``error``; None for any other value."""
+    """A ``ToolMessage`` serialised any of the three ways (the flat ``model_dump`` only with its
+    ``tool_call_id``): its content, call id and whether its status is ``error``; None for any other
+    value."""
     if not isinstance(value, dict):
         return None
     if (
@@ -113,7 +136,8 @@ def _ai(builder: Builder, data: dict[str, Any]) -> None:
 
 
 def _calls(data: dict[str, Any], content: Any) -> list[tuple[Any, Any, Any]]:
-    """Every ``(name, args, id)`` an AI message records, in the order the fields are listed above."""
+    """Every ``(name, args, id)`` an AI message records, in the order the fields are listed
+    above."""
     found = [(c.get("name"), c.get("args"), c.get("id")) for c in _mappings(data, "tool_calls")]
     extra = data.get("additional_kwargs") or {}
     if not isinstance(extra, dict):
@@ -137,7 +161,8 @@ def _calls(data: dict[str, Any], content: Any) -> list[tuple[Any, Any, Any]]:
 
 
 def _mappings(holder: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    """The list of mappings under ``key`` (none when missing or empty); any other value is not LangChain."""
+    """The list of mappings under ``key`` (none when missing or empty); any other value is not
+    LangChain."""
     items = holder.get(key) or []
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
         raise NotThisFormat(f"an AI message's '{key}' is not a list of mappings")
