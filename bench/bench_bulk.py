@@ -45,6 +45,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, random_calls, save, to_messages  # noqa: E402
 from trajrun.match.evaluate import evaluate  # noqa: E402
+from trajrun.match.plan import Plan  # noqa: E402
 from trajrun.run.bulk_eval import BulkSpec, evaluate_records, young_gc_rarely  # noqa: E402
 from trajrun.sources import read_trajectory  # noqa: E402
 from trajrun.sources.records import Record  # noqa: E402
@@ -185,7 +186,7 @@ def stages(repeats: int = 7) -> dict[str, float]:
     packed, docs = gzip.compress(b"".join(raw), 1), [json.loads(line) for line in raw]
     messages = [doc["messages"] for doc in docs]
     expect = load_suite(ROOT / "bulk.suite.yaml").cases[0].expect
-    runs, details = [read_trajectory(m, "openai") for m in messages], expect.reads_call_details
+    runs, details = [read_trajectory(m, "openai") for m in messages], Plan(expect).reads_details
     spec = BulkSpec(expect, "record", "auto", "$.messages", "$.run_id")
     records = list(map(Record, itertools.count(1), docs))
     work: dict[str, Callable[[], object]] = {

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from trajrun.match.checks import OTHER_CHECKS, checks_for
+from trajrun.match.checks import HOLDS, OTHER_CHECKS, Check, Findings, check_budget, checks_for
 from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import Budget, CountBound, Expectation, Step
 from trajrun.match.matchers import compile_value
+from trajrun.match.plan import Plan
+from trajrun.match.verdict import CheckFailure
+from trajrun.sources import read_trajectory
 from trajrun.trajectory import ToolCall, Trajectory, Usage
 
 
@@ -128,7 +131,59 @@ def test_checks_for_skips_only_checks_that_hold_on_every_run() -> None:
     for check, expect in zip(OTHER_CHECKS, SETS_ONE_CHECK):
         assert checks_for(expect) == (check,)
         traj = run("a", "b", "a", answer="y")
-        with_all = evaluate(expect, traj, checks=OTHER_CHECKS)
+        with_all = evaluate(expect, traj, plan=Plan(expect, OTHER_CHECKS))
         assert evaluate(expect, traj) == with_all and (with_all.failures or with_all.errors)
     both = Expectation(never=("a",), answer="x")
     assert checks_for(both) == (OTHER_CHECKS[0], OTHER_CHECKS[-1])
+
+
+def test_checks_return_their_findings() -> None:
+    """A check returns what it found, failures and sentences for what cannot be evaluated together, and
+    ``HOLDS`` when it holds; nothing is appended to an argument."""
+    expect = Expectation(budget=Budget(calls=1, tokens=10))
+    found = check_budget(expect, run("a", "b"))
+    assert [(f.check, f.summary) for f in found.failures] == [("budget", "calls 2 > 1")]
+    assert found.errors == ("budget: tokens: 10 cannot be checked: the anthropic source records no token usage "
+                            "(or some turn lacks it); remove the token bound or use a source that records usage",)
+    assert not found.holds
+    assert check_budget(Expectation(budget=Budget(calls=2)), run("a", "b")) == HOLDS == Findings()
+    assert HOLDS.holds
+
+
+def _lean_and_full(expect: Expectation, messages: list[Any]) -> tuple[Any, Any]:
+    """``expect``'s verdict on messages read without calls' details, and read with them."""
+    lean, full = (evaluate(expect, read_trajectory(messages, details=details)) for details in (False, True))
+    return (lean.failures, lean.errors, lean.score), (full.failures, full.errors, full.score)
+
+
+def test_every_check_that_says_it_reads_no_details_gives_the_same_verdict_on_a_lean_read() -> None:
+    """Each check beside the steps declares whether it reads calls' arguments, results or error flags; one that
+    says it does not gives the same findings on a run read without them. The list covers every check."""
+    assert [checks_for(expect) for expect in SETS_ONE_CHECK] == [(check,) for check in OTHER_CHECKS]
+    call = {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "function": {"name": "a",
+                                                                                          "arguments": '{"q": 1}'}}]}
+    messages = [{"role": "user", "content": "go"}, call, {"role": "tool", "tool_call_id": "c0", "content": "ok"},
+                call, {"role": "assistant", "content": "y"}]
+    for expect in SETS_ONE_CHECK:
+        assert not Plan(expect).reads_details
+        lean, full = _lean_and_full(expect, messages)
+        assert lean == full and (full[0] or full[1]), expect
+
+
+def test_a_check_that_does_not_say_what_it_reads_makes_the_plan_read_details() -> None:
+    """A new check that reads calls' arguments needs no one to remember the lean read: unless it declares that
+    it reads none, a plan that runs it reads details; steps with arguments, results or error flags and
+    ``failed_calls: ignore`` read them too."""
+
+    def wants_q(expect: Expectation, traj: Trajectory) -> Findings:
+        return HOLDS if all(isinstance(c.args, dict) and "q" in c.args for c in traj.calls) else \
+            Findings((CheckFailure("q", "no q"),))
+
+    new = Check("q", wants_q, lambda expect: True)
+    assert Plan(Expectation(), (new,)).reads_details
+    assert not Plan(Expectation(), (new._replace(reads_details=lambda expect: False),)).reads_details
+    assert not Plan(Expectation(steps=(Step("a"),), never=("b",))).reads_details
+    assert Plan(Expectation(steps=(Step("a"),), failed_calls="ignore")).reads_details
+    for step in (Step("a", {"q": 1}), Step("a", result="ok"), Step("a", error=False)):
+        assert Plan(Expectation(steps=(step,))).reads_details
+    assert evaluate(Expectation(), run("a"), plan=Plan(Expectation(), (new,))).failures[0].summary == "no q"

@@ -21,6 +21,7 @@ from trajrun.match.evaluate import evaluate
 from trajrun.match.expectation import UNSET
 from trajrun.match.failed import mark_errors
 from trajrun.match.matchers import compile_value
+from trajrun.match.plan import Plan
 from trajrun.match.quick import quick_pass
 from trajrun.sources import load_trajectory
 from trajrun.suites.load import load_suite
@@ -206,7 +207,7 @@ def test_bulk_records_use_both_keys(tmp_path: Path) -> None:
     assert "FAILED tau.suite.yaml::bulk-counted - 3 of 3 records failed: calls 3" in lines
     assert lines[-1].startswith("1 passed, 1 failed in ")
     case = load_suite(tmp_path / "tau.suite.yaml").cases[0]
-    assert quick_pass(case.expect) is None and case.expect.reads_call_details
+    assert quick_pass(Plan(case.expect)) is None and Plan(case.expect).reads_details
 
 
 def test_update_golden_leaves_failed_calls_out(tmp_path: Path) -> None:

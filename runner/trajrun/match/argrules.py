@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import importlib
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
 from ..errors import CheckError, exception_line
-from ..frozen import frozen
 from ..sources.documents import parse_jsonpath
 from .expectation import ANY_ARGS, Expectation, FieldRule, Step
 from .matchers import Approx
@@ -22,7 +22,7 @@ _SIMPLE_PATH = re.compile(r"^\$(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])+$")
 _SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ArgRule:
     """The argument rule in force for one step: a mode, field comparators, or a callable."""
 
@@ -111,7 +111,8 @@ def _apply_fields(
 
 
 class Within(Approx):
-    """A number under a ``{approx: tol}`` field rule, so a diff shows the tolerance: ``3.14 ± 0.01``."""
+    """A number under a ``{approx: tol}`` field rule, so a diff shows the tolerance:
+    ``3.14 ± 0.01``."""
 
     __slots__ = ()
 
@@ -161,9 +162,10 @@ def _walk(path: Path, value: Any) -> dict[Path, Any]:
 
 
 def _find(name: str, value: Any) -> list[Any]:
-    """A field JSONPath's matches, its regexes bounded as in ``select``; one that cannot be applied is a ``CheckError``."""
+    """A field JSONPath's matches, its regexes bounded as in ``select``; one that cannot be applied
+    is a ``CheckError``."""
     try:
-        return parse_jsonpath(name).find(value)  # type: ignore[no-any-return]
+        return parse_jsonpath(name).find(value)
     except TimeoutError as exc:
         raise CheckError(f"field {name!r} stopped: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises whatever the data provokes (mixed types, 1/0)
@@ -203,7 +205,7 @@ def _load(spec: str) -> Callable[[Any, Any], Any]:
     func = getattr(importlib.import_module(module), name)
     if not callable(func):
         raise TypeError(f"{name} is a {type(func).__name__}, not a function")
-    return func  # type: ignore[no-any-return]
+    return func
 
 
 def load_compare(spec: str) -> Callable[[Any, Any], Any]:
@@ -213,5 +215,6 @@ def load_compare(spec: str) -> Callable[[Any, Any], Any]:
     except Exception as exc:  # noqa: BLE001 - import errors of user code are reported
         last = exception_line(exc)
         raise CheckError(
-            f"compare {spec} cannot be loaded: {last}; give it as 'module:function' importable from the suite's folder"
+            f"compare {spec} cannot be loaded: {last}; give it as 'module:function' importable "
+            "from the suite's folder"
         ) from None

@@ -1,4 +1,5 @@
-"""The steps check: match modes over the compatibility graph, the partial-credit score, ``evaluate``.
+"""The steps check: match modes over the compatibility graph, the partial-credit score,
+``evaluate``.
 
 ``unordered``, ``superset`` and ``subset`` use a maximum matching (never a greedy pairing).
 ``strict`` and ``in_order`` respect turns: calls of one turn are parallel, so each turn takes a
@@ -12,11 +13,12 @@ import functools
 
 from ..errors import CheckError
 from ..trajectory import Trajectory
-from .checks import COUNTING_CHECKS, Check, checks_for
+from .callindex import CallIndex
 from .compatibility import Candidates
 from .expectation import ORDERED_MODES, UNSET, Expectation
 from .failed import unflagged, without_failed
 from .pairing import by_name, max_size, pair
+from .plan import Plan
 from .steps_report import StepsReport, build_report
 from .verdict import CheckFailure, Evaluation
 
@@ -27,18 +29,21 @@ def evaluate(
     *,
     shortcuts: bool = True,
     verdict_only: bool = False,
-    checks: tuple[Check, ...] | None = None,
+    plan: Plan | None = None,
 ) -> Evaluation:
     """Evaluate every check of a case on one run.
 
-    Failures come in check order (steps, never, before, calls, budget, latency, nodes, answer); checks
-    that cannot be evaluated give a sentence in ``errors`` instead. ``shortcuts=False`` turns off
-    the fast paths of the steps check (the equivalence tests compare both ways; the result is the same).
-    ``verdict_only`` (a bulk case keeps each record's outcome, checks, message and score alone): a steps check
-    that passes on tool names alone reports its mode, verdict and score, not its pairs and unpaired calls.
-    ``checks``: ``checks_for(expect)``, for a caller evaluating one expectation on many runs.
-    With ``failed_calls: ignore``, steps and ``COUNTING_CHECKS`` see the run without failed calls.
+    Failures come in check order (steps, never, before, calls, budget, latency, nodes, answer);
+    checks that cannot be evaluated give a sentence in ``errors`` instead. ``shortcuts=False``
+    turns off the fast paths of the steps check (the equivalence tests compare both ways; the
+    result is the same). ``verdict_only`` (a bulk case keeps each record's outcome, checks, message
+    and score alone): a steps check that passes on tool names alone reports its mode, verdict and
+    score, not its pairs and unpaired calls. ``plan``: ``Plan(expect)``, for a caller evaluating
+    one expectation on many runs. With ``failed_calls: ignore``, steps and the counting checks
+    (``Check.counting``) see the run without failed calls.
     """
+    if plan is None:
+        plan = Plan(expect)
     failures: list[CheckFailure] = []
     errors: list[str] = []
     report: StepsReport | None = None
@@ -50,40 +55,38 @@ def evaluate(
     if expect.steps is not None:
         try:
             report, failure = check_steps(
-                expect, counted, shortcuts=shortcuts, verdict_only=verdict_only
+                plan, counted, shortcuts=shortcuts, verdict_only=verdict_only
             )
         except CheckError as exc:
             errors.append(f"steps: {exc}")
         else:
             failures.extend([failure] if failure else [])
-    for check in checks_for(expect) if checks is None else checks:
-        failures.extend(check(expect, counted if check in COUNTING_CHECKS else traj, errors))
+    for check in plan.checks:
+        found = check.run(expect, counted if check.counting else traj)
+        failures.extend(found.failures)
+        errors.extend(found.errors)
     return Evaluation(tuple(failures), tuple(errors), report.score if report else None, report)
 
 
 def check_steps(
-    expect: Expectation, traj: Trajectory, *, shortcuts: bool = True, verdict_only: bool = False
+    plan: Plan, traj: Trajectory, *, shortcuts: bool = True, verdict_only: bool = False
 ) -> tuple[StepsReport, CheckFailure | None]:
-    """Run the steps check (``verdict_only``: see ``evaluate``); raises ``CheckError`` when it cannot be evaluated
-    on this run."""
-
+    """Run the steps check of a plan (``verdict_only``: see ``evaluate``); raises ``CheckError``
+    when it cannot be evaluated on this run."""
+    expect = plan.expect
     _require_recorded(expect, traj)
     _require_ordered(expect)
-    cand = Candidates(expect, traj, shortcuts=shortcuts)
-    named = by_name(expect.mode, cand) if shortcuts and expect.threshold is None else None
-    if (
-        named is not None
-    ):  # steps by tool name alone, as most policies over logs are, and they passed
-        return (
-            _passed(expect.mode)
-            if verdict_only
-            else build_report(expect, cand, named, True, 1.0, False)
-        ), None
+    cand = Candidates(plan, CallIndex(traj.calls), shortcuts=shortcuts)
+    named = by_name(cand) if shortcuts else None
+    if named is not None:  # steps by tool name alone, as most policies over logs are: passed
+        if verdict_only:
+            return _passed(expect.mode), None
+        return build_report(expect, cand, named, True, 1.0, False), None
     pairs, mode_ok = pair(expect.mode, cand)
     total = None if mode_ok and expect.threshold is None else max_size(cand)
     score = 1.0 if total is None else f1(expect.mode, total, len(cand.steps), len(cand.calls))
     passed = mode_ok if expect.threshold is None else score >= expect.threshold
-    in_order = expect.mode in ("strict", "in_order")
+    in_order = expect.mode in ORDERED_MODES
     order_only = (
         not mode_ok
         and in_order
@@ -103,7 +106,8 @@ def _passed(mode: str) -> StepsReport:
 
 
 def _require_ordered(expect: Expectation) -> None:
-    """``parallel`` groups (from a golden file or a library caller) need a mode that checks turns."""
+    """``parallel`` groups (from a golden file or a library caller) need a mode that checks
+    turns."""
     grouped = next((i for i, s in enumerate(expect.steps or ()) if s.group is not None), None)
     if grouped is not None and expect.mode not in ORDERED_MODES:
         raise CheckError(
@@ -120,15 +124,16 @@ def _require_recorded(expect: Expectation, traj: Trajectory) -> None:
     with_result = [i for i, s in enumerate(steps) if s.result is not UNSET]
     if with_result and not traj.records_results:
         raise CheckError(
-            f"step {with_result[0]} ({steps[with_result[0]].name}) expects a `result`, but this run recorded "
-            "no tool results; remove `result` or use a source that keeps tool messages"
+            f"step {with_result[0]} ({steps[with_result[0]].name}) expects a `result`, but this "
+            "run recorded no tool results; remove `result` or use a source that keeps tool messages"
         )
     with_error = [i for i, s in enumerate(steps) if s.error is not None]
     if with_error and not traj.records_errors:
         raise CheckError(
-            f"step {with_error[0]} ({steps[with_error[0]].name}) expects `error`, but format '{traj.format}' "
-            "records no per-call error flag; remove `error` from the step, or mark failed calls "
-            "with the source's error_when (such as `error_when: {$regex: '^Error'}`)"
+            f"step {with_error[0]} ({steps[with_error[0]].name}) expects `error`, but format "
+            f"'{traj.format}' records no per-call error flag; remove `error` from the step, or "
+            "mark failed calls with the source's error_when (such as "
+            "`error_when: {$regex: '^Error'}`)"
         )
 
 

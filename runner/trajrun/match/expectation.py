@@ -8,13 +8,12 @@ objects where the suite wrote ``{$op: ...}`` maps (see ``trajrun.match.matchers.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Literal, Mapping, NamedTuple
 
 from ..errors import Location
-from ..frozen import frozen
 from ..trajectory import ToolCall, rows_as
 
 Mode = Literal["strict", "unordered", "subset", "superset", "in_order"]
@@ -40,7 +39,8 @@ class _Sentinel:
         return self._name
 
     def __reduce__(self) -> str:
-        """Pickle by name, so a copy sent to or from a worker process is this same object (``is`` checks hold)."""
+        """Pickle by name, so a copy sent to or from a worker process is this same object (``is``
+        checks hold)."""
         return self._name
 
 
@@ -52,11 +52,12 @@ UNSET: Any = _Sentinel("UNSET")
 
 
 class Step(NamedTuple):
-    """One expected tool call. ``args`` is compiled expected arguments, a raw string, or ``ANY_ARGS``.
+    """One expected tool call. ``args`` is compiled expected arguments, a raw string, or
+    ``ANY_ARGS``.
 
-    ``group`` numbers the ``parallel`` group the step belongs to (its calls happen in one turn), or is
-    ``None``. A named tuple, like ``ToolCall``: immutable, and cheap to build by the thousand from a
-    reference run.
+    ``group`` numbers the ``parallel`` group the step belongs to (its calls happen in one turn), or
+    is ``None``. A named tuple, like ``ToolCall``: immutable, and cheap to build by the thousand
+    from a reference run.
     """
 
     name: str
@@ -102,7 +103,7 @@ _NAME = attrgetter("name")
 _ARGS = attrgetter("args")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class FieldRule:
     """How one field compares, expected value against actual value."""
 
@@ -110,7 +111,7 @@ class FieldRule:
     tol: float = 0.0
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ToolRule:
     """Per-tool argument rule.
 
@@ -126,7 +127,7 @@ class ToolRule:
     loc: Location | None = None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CountBound:
     """Inclusive bounds on how often one tool is called."""
 
@@ -138,7 +139,7 @@ TOTAL = "total"
 """The ``latency`` entry that bounds the whole run's wall time rather than one tool's calls."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Budget:
     """Inclusive upper bounds on the whole run."""
 
@@ -147,13 +148,14 @@ class Budget:
     tokens: int | None = None
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class JudgeSpec:
     """A case's ``judge:`` check, as data: a model scores the run against ``rubric`` from 0 to 1.
 
     ``reference`` shows the model the expected steps; the check passes when the score reaches
-    ``threshold``. ``model`` overrides the suite's ``judge_defaults``. ``alone`` is true when the case
-    has no other check, so a skipped judge (``--no-judge``) skips the case. The run layer calls the model.
+    ``threshold``. ``model`` overrides the suite's ``judge_defaults``. ``alone`` is true when the
+    case has no other check, so a skipped judge (``--no-judge``) skips the case. The run layer calls
+    the model.
     """
 
     rubric: str
@@ -163,7 +165,7 @@ class JudgeSpec:
     alone: bool = False
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Expectation:
     """Everything one case checks. ``steps`` is ``None`` when the case has no steps check."""
 
@@ -180,16 +182,7 @@ class Expectation:
     threshold: float | None = None
     judge: JudgeSpec | None = None
     latency: Mapping[str, float] = field(default_factory=dict)
-    """Upper bounds in milliseconds: per tool on each of its calls, and on the whole run under ``TOTAL``."""
+    """Upper bounds in milliseconds: per tool on each of its calls, and on the whole run under
+    ``TOTAL``."""
     failed_calls: str = "count"
     """``ignore`` leaves calls marked as errors out of steps, calls, never and budget."""
-
-    @property
-    def reads_call_details(self) -> bool:
-        """Whether a check looks at calls' arguments, results or error flags: only a step with ``args``, ``result``
-        or ``error`` does, and ``failed_calls: ignore``. A bulk case whose checks do not reads
-        records without decoding or pairing them."""
-        return self.failed_calls == "ignore" or any(
-            step.args is not ANY_ARGS or step.result is not UNSET or step.error is not None
-            for step in self.steps or ()
-        )

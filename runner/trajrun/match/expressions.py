@@ -1,4 +1,5 @@
-"""The sandboxed Jinja2 environment: ``$expr`` matchers compile here, suite templates render with it.
+"""The sandboxed Jinja2 environment: ``$expr`` matchers compile here, suite templates render with
+it.
 
 Templates and expressions come from suite files, so the sandbox also bounds what one evaluation
 (``evaluate_expression``, or a render inside ``limited``) may build and how long it may run.
@@ -46,7 +47,8 @@ class TemplateLimit(TrajrunError):
 
 @dataclass(slots=True)
 class _Budget:
-    """What is left to one evaluation, and the variables it was handed (weighed only when needed)."""
+    """What is left to one evaluation, and the variables it was handed (weighed only when
+    needed)."""
 
     steps: int
     deadline: float
@@ -61,7 +63,8 @@ _BUDGET: ContextVar[_Budget | None] = ContextVar("trajrun_template_budget", defa
 def limited(inputs: Mapping[str, Any]) -> Iterator[None]:
     """Run one evaluation (a render, an expression) under a fresh step and time budget.
 
-    ``inputs`` are the variables whose size raises the size limit (a large tool result, a large ``vars`` value).
+    ``inputs`` are the variables whose size raises the size limit (a large tool result, a large
+    ``vars`` value).
     """
     token = _BUDGET.set(_Budget(MAX_STEPS, time.monotonic() + TIME_LIMIT, inputs))
     try:
@@ -73,9 +76,11 @@ def limited(inputs: Mapping[str, Any]) -> Iterator[None]:
 def evaluate_expression(
     source: str, variables: Mapping[str, Any], inputs: Mapping[str, Any] | None = None
 ) -> Any:
-    """The value of a Jinja2 expression with ``variables``, under the bounds (the result is bounded too).
+    """The value of a Jinja2 expression with ``variables``, under the bounds (the result is bounded
+    too).
 
-    ``inputs`` (default: all of ``variables``) are the ones weighed for the size limit, as in ``limited``.
+    ``inputs`` (default: all of ``variables``) are the ones weighed for the size limit, as in
+    ``limited``.
     """
     with limited(variables if inputs is None else inputs):
         result = compile_expression(source)(**variables)
@@ -89,7 +94,7 @@ def compile_expression(source: str) -> Callable[..., Any]:
 
     Raises ``jinja2.TemplateSyntaxError`` on a bad expression.
     """
-    return environment().compile_expression(source, undefined_to_none=False)  # type: ignore[no-any-return]
+    return environment().compile_expression(source, undefined_to_none=False)
 
 
 def syntax_problem(source: str) -> str | None:
@@ -119,14 +124,17 @@ def _tick() -> None:
         return
     budget.steps -= 1
     if budget.steps < 0:
-        raise TemplateLimit(f"more than {MAX_STEPS:,} loop iterations, calls and operations in one template "
-                            "or expression; simplify it")  # fmt: skip
+        raise TemplateLimit(
+            f"more than {MAX_STEPS:,} loop iterations, calls and operations in one template "
+            "or expression; simplify it"
+        )
     if time.monotonic() > budget.deadline:
         raise TemplateLimit(f"ran longer than {TIME_LIMIT:g} s; simplify it")
 
 
 def _allowance() -> int:
-    """The most characters or items one value may hold: ``MAX_SIZE``, or more when the inputs are large."""
+    """The most characters or items one value may hold: ``MAX_SIZE``, or more when the inputs are
+    large."""
     budget = _BUDGET.get()
     if budget is None:
         return MAX_SIZE
@@ -150,7 +158,8 @@ def _limit(size: int, what: str) -> None:
 
 
 def _limit_text(value: Any, what: str) -> None:
-    """Refuse a value whose text would be too long (a list of a million references to one long string)."""
+    """Refuse a value whose text would be too long (a list of a million references to one long
+    string)."""
     if isinstance(value, (str, bytes)):
         _limit(len(value), what)
     elif isinstance(value, _SIZED):
@@ -159,7 +168,8 @@ def _limit_text(value: Any, what: str) -> None:
 
 
 def _weight(value: Any, stop: int | None) -> int:
-    """About how many characters ``value`` takes as text (each repeated reference counted); stops past ``stop``."""
+    """About how many characters ``value`` takes as text (each repeated reference counted); stops
+    past ``stop``."""
     total, stack = 0, [value]
     while stack and (stop is None or total <= stop):
         item = stack.pop()
@@ -193,8 +203,10 @@ def _count(value: Any) -> int:
 def _check_digits(digits: float, what: str) -> None:
     """Refuse an integer result of about ``digits`` decimal digits past ``MAX_INT_DIGITS``."""
     if digits > MAX_INT_DIGITS:
-        raise TemplateLimit(f"{what} would have about {int(digits):,} digits; templates compute integers of at most "
-                            f"{MAX_INT_DIGITS:,} digits")  # fmt: skip
+        raise TemplateLimit(
+            f"{what} would have about {int(digits):,} digits; templates compute integers of at "
+            f"most {MAX_INT_DIGITS:,} digits"
+        )
 
 
 # -- operators ---------------------------------------------------------------------------------
@@ -226,7 +238,8 @@ _NUMBERS = re.compile(r"\d+")
 
 
 def _check_percent(left: Any, right: Any) -> None:
-    """``%`` on a string: its conversions, their widths and the values put in (the ``format`` filter too)."""
+    """``%`` on a string: its conversions, their widths and the values put in (the ``format`` filter
+    too)."""
     if isinstance(left, str):
         _check_formatted(left, [".".join(found) for found in _PERCENT.findall(left)], right)
 
@@ -426,7 +439,8 @@ def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _materialized(args: tuple[Any, ...], index: int) -> tuple[Any, ...]:
-    """``args`` with the one at ``index`` read into a list (at most the allowance of items) when it is an iterator."""
+    """``args`` with the one at ``index`` read into a list (at most the allowance of items) when it
+    is an iterator."""
     if (
         len(args) <= index
         or isinstance(args[index], _SIZED)
@@ -439,7 +453,8 @@ def _materialized(args: tuple[Any, ...], index: int) -> tuple[Any, ...]:
 
 
 def _check_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """Check a call before it runs: a string method that multiplies is estimated; returns the arguments to use."""
+    """Check a call before it runs: a string method that multiplies is estimated; returns the
+    arguments to use."""
     owner = getattr(func, "__self__", None)
     estimate = (
         _METHODS.get(getattr(func, "__name__", "")) if isinstance(owner, (str, bytes)) else None
@@ -466,7 +481,8 @@ def _range(*args: int) -> range:
     if size > MAX_RANGE:
         shown = ", ".join(map(str, args))
         raise TemplateLimit(
-            f"range({shown}) would give more than {MAX_RANGE:,} numbers, the most a template may use"
+            f"range({shown}) would give more than {MAX_RANGE:,} numbers, the most a template "
+            "may use"
         )
     return numbers
 
@@ -477,9 +493,11 @@ def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str
 
     words = _count(n) * builtins.max(_count(min), _count(max))
     if words > MAX_LIPSUM_WORDS:
-        raise TemplateLimit(f"lipsum({n}, max={max}) would write up to {words:,} words; templates may use at most "
-                            f"{MAX_LIPSUM_WORDS:,}")  # fmt: skip
-    return generate_lorem_ipsum(n, html, min, max)  # type: ignore[no-any-return]
+        raise TemplateLimit(
+            f"lipsum({n}, max={max}) would write up to {words:,} words; templates may use at "
+            f"most {MAX_LIPSUM_WORDS:,}"
+        )
+    return generate_lorem_ipsum(n, html, min, max)
 
 
 def _finalize(value: Any) -> Any:
@@ -506,7 +524,7 @@ def _sandbox_class() -> type:
     from jinja2.compiler import CodeGenerator  # deferred, as above
     from jinja2.sandbox import ImmutableSandboxedEnvironment  # deferred, as above
 
-    class BoundedCode(CodeGenerator):  # type: ignore[misc]
+    class BoundedCode(CodeGenerator):
         """Code generation that counts loop iterations and checks ``~`` before it joins."""
 
         def visit_For(self, node: Any, frame: Any) -> None:
@@ -517,8 +535,10 @@ def _sandbox_class() -> type:
             super().visit_For(node, frame)
 
         def visit_Concat(self, node: Any, frame: Any) -> None:
-            """``a ~ b``: Jinja's own join, handed to ``environment.bounded_concat`` with the parts."""
-            # Jinja2's visit_Concat with the call wrapped: the parts exist, the joined string does not yet.
+            """``a ~ b``: Jinja's own join, handed to ``environment.bounded_concat`` with the
+            parts."""
+            # Jinja2's visit_Concat with the call wrapped: the parts exist, the joined string does
+            # not yet.
             if frame.eval_ctx.volatile:
                 join = "(markup_join if context.eval_ctx.volatile else str_join)"
             else:
@@ -529,7 +549,7 @@ def _sandbox_class() -> type:
                 self.write(", ")
             self.write("))")
 
-    class BoundedSandbox(ImmutableSandboxedEnvironment):  # type: ignore[misc]
+    class BoundedSandbox(ImmutableSandboxedEnvironment):
         """The sandbox with sizes, integer digits, ranges, steps and time bounded."""
 
         code_generator_class = BoundedCode
@@ -576,11 +596,11 @@ def _sandbox_class() -> type:
                     else {}
                 )
                 _check_formatted(template, specs, [*args, *kwargs.values(), *mapping.values()])
-                return sandboxed(*args, **kwargs)  # type: ignore[no-any-return]
+                return sandboxed(*args, **kwargs)
 
             return checked
 
-        def concat(self, parts: Iterable[str]) -> str:  # type: ignore[override]
+        def concat(self, parts: Iterable[str]) -> str:
             """A rendered block or template: its length stays within the allowance as it grows."""
             pieces, size = [], 0
             for piece in parts:
@@ -596,7 +616,8 @@ def _sandbox_class() -> type:
                 yield item
 
         def bounded_concat(self, join: Callable[[Any], str], parts: tuple[Any, ...]) -> str:
-            """``a ~ b``: every part's text and their sum checked before ``join`` builds the string."""
+            """``a ~ b``: every part's text and their sum checked before ``join`` builds the
+            string."""
             for part in parts:
                 _limit_text(part, "a part joined with ~")
             _limit(

@@ -46,7 +46,8 @@ class AllOf(Matcher):
 
 
 class Regex(Matcher):
-    """``$regex``: ``re.search`` on a string, stopped after ``TRAJRUN_REGEX_TIMEOUT`` seconds per string."""
+    """``$regex``: ``re.search`` on a string, stopped after ``TRAJRUN_REGEX_TIMEOUT`` seconds per
+    string."""
 
     __slots__ = ("pattern", "_rx")
 
@@ -55,7 +56,8 @@ class Regex(Matcher):
         self._rx = compile_regex(pattern)
 
     def test(self, actual: Any) -> bool:
-        """A string in which the pattern is found; a match past the time limit cannot be judged (``CheckError``)."""
+        """A string in which the pattern is found; a match past the time limit cannot be judged
+        (``CheckError``)."""
         if not isinstance(actual, str):
             return False
         try:
@@ -90,7 +92,8 @@ class ICase(Matcher):
 
 
 _COMPARISONS: dict[str, tuple[str, Callable[[float, float], bool]]] = {
-    # in words: messages write a matcher in angle brackets (`{"n":<less than 100>}`), where `<< 100>` misreads
+    # in words: messages write a matcher in angle brackets (`{"n":<less than 100>}`), where
+    # `<< 100>` misreads
     "$gt": ("greater than", lambda a, b: a > b),
     "$gte": ("at least", lambda a, b: a >= b),
     "$lt": ("less than", lambda a, b: a < b),
@@ -156,7 +159,8 @@ class In(Matcher):
 
 
 class Type(Matcher):
-    """``$type``: JSON Schema types; ``integer`` accepts ``1.0``, no number type accepts a boolean."""
+    """``$type``: JSON Schema types; ``integer`` accepts ``1.0``, no number type accepts a
+    boolean."""
 
     __slots__ = ("names",)
 
@@ -283,8 +287,9 @@ class Expr(Matcher):
             ) from None
         if not isinstance(result, bool):
             raise CheckError(
-                f"$expr {quote_text(self.source)} gave {render_value(result, 40)} ({type(result).__name__}), "
-                "not a boolean; write a comparison such as 'value | length < 200'"
+                f"$expr {quote_text(self.source)} gave {render_value(result, 40)} "
+                f"({type(result).__name__}), not a boolean; write a comparison such as "
+                "'value | length < 200'"
             )
         return result
 
@@ -294,7 +299,8 @@ class Expr(Matcher):
 
 
 def quote_text(text: str) -> str:
-    """A pattern, expression or template as messages quote it: whole, or its start and end when it is long."""
+    """A pattern, expression or template as messages quote it: whole, or its start and end when it
+    is long."""
     return (
         repr(text)
         if len(text) <= 120
@@ -361,7 +367,8 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def _plain_keys(raw: dict[Any, Any]) -> bool:
-    """Whether every key is a string without ``$``: a map of such keys and plain values compiles to itself."""
+    """Whether every key is a string without ``$``: a map of such keys and plain values compiles to
+    itself."""
     try:
         return "$" not in "".join(raw)
     except TypeError:

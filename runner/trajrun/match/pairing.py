@@ -1,10 +1,14 @@
-"""Pairing steps with calls per match mode: maximum matchings, and turn-aware blocks for ordered modes.
+"""Pairing steps with calls per match mode: maximum matchings, and turn-aware blocks for ordered
+modes.
 
 ``unordered``, ``superset`` and ``subset`` use a maximum matching (never a greedy pairing).
 ``strict`` and ``in_order`` respect turns: calls of one turn are parallel, so each turn takes a
 block of consecutive steps (a ``parallel`` group never split) matched to its calls by a maximum
 matching. The longest feasible block per turn decides whether every step can be paired; when
 some cannot, a DP over (step, turn) finds the alignment with the most pairs for the report.
+
+The ``zip`` calls on the matching path go without ``strict=`` (``noqa: B905``): the keyword costs an
+argument parse per call, more than zipping a few items, and they run per class, turn or path.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 from ..trajectory import ToolCall
 from .bipartite import max_matching
 from .compatibility import Candidates
-from .expectation import Step, is_bare
+from .expectation import Step
 
 Pairs = dict[int, int]
 """Expected step index -> actual call position."""
@@ -29,7 +33,7 @@ def pair(mode: str, cand: Candidates) -> tuple[Pairs, bool]:
     if cand.aligned() and (
         mode not in ("strict", "in_order") or _rising(cand.calls) and _together(cand)
     ):
-        return dict(zip(range(n), range(m))), True
+        return dict(zip(range(n), range(m))), True  # noqa: B905
     if mode in ("strict", "in_order"):
         pairs = _ordered(cand)
         return pairs, len(pairs) == n and (mode == "in_order" or n == m)
@@ -39,33 +43,27 @@ def pair(mode: str, cand: Candidates) -> tuple[Pairs, bool]:
     return pairs, (not need_steps or len(pairs) == n) and (not need_calls or len(pairs) == m)
 
 
-def by_name(mode: str, cand: Candidates) -> Pairs | None:
-    """The pairs of a passing ``unordered``, ``superset`` or ``subset`` check whose steps are bare tool names (no
-    arguments, rule, result, error or group), without building candidate classes; None when that is not the case
-    or some step or call is left over (the general matching then reports it).
-
-    Bare names of one tool make one class whose candidates are that tool's calls, disjoint from every other
-    class's: the general matching pairs the class's steps in order with its calls in order, as here.
-    """
-    if (
-        mode not in ("unordered", "superset", "subset")
-        or not cand.steps
-        or not all(map(is_bare, cand.steps))
-    ):
+def by_name(cand: Candidates) -> Pairs | None:
+    """The pairs of a passing steps check whose steps are tool names alone (``Plan.by_name``),
+    without candidate classes: each tool's steps in order with its calls in order, as the general
+    matching pairs them; None when the plan has no such test or the run fails it (the general
+    matching then reports it)."""
+    passes = cand.plan.by_name
+    if passes is None or not passes(cand.index.names):
         return None
     taken: dict[str, int] = {}
     pairs: Pairs = {}
     for index, step in enumerate(cand.steps):
-        pool, k = cand.positions(step.name), taken.get(step.name, 0)
-        if k == len(pool):
-            return None
-        pairs[index] = pool[k]
-        taken[step.name] = k + 1
-    return pairs if mode == "superset" or len(pairs) == len(cand.calls) else None
+        pool, k = cand.index.positions(step.name), taken.get(step.name, 0)
+        if k < len(pool):
+            pairs[index] = pool[k]
+            taken[step.name] = k + 1
+    return pairs
 
 
 def _rising(calls: tuple[ToolCall, ...]) -> bool:
-    """Whether turn numbers never decrease along the calls (always so for calls read from a source)."""
+    """Whether turn numbers never decrease along the calls (always so for calls read from a
+    source)."""
     turns = [call.turn for call in calls]
     return all(map(le, turns, turns[1:]))
 
@@ -75,7 +73,7 @@ def _together(cand: Candidates) -> bool:
     if set(map(_GROUP, cand.steps)) <= {None}:
         return True
     turns: dict[int, int] = {}
-    for step, call in zip(cand.steps, cand.calls):
+    for step, call in zip(cand.steps, cand.calls):  # noqa: B905
         if step.group is not None and turns.setdefault(step.group, call.turn) != call.turn:
             return False
     return True
@@ -92,20 +90,21 @@ def _unordered(cand: Candidates) -> Pairs:
     When no two classes share a candidate (the usual case with exact arguments), each class
     simply takes its own candidates in order; otherwise the bipartite matching decides.
     """
-    classes = list(range(len(cand.class_steps)))
+    classes = list(range(len(cand.plan.class_steps)))
     lists = [cand.of_class(c) for c in classes]
     if cand.shortcuts and sum(map(len, lists)) == len(set().union(*lists)):
         pairs: Pairs = {}
-        for members, found in zip(cand.class_steps, lists):
-            pairs.update(zip(members, found))
+        for members, found in zip(cand.plan.class_steps, lists):  # noqa: B905
+            pairs.update(zip(members, found))  # noqa: B905
         return pairs
-    return _match_block(cand, classes, [cand.class_steps[c] for c in classes], cand.of_class)
+    return _match_block(cand, classes, [cand.plan.class_steps[c] for c in classes], cand.of_class)
 
 
 def _match_block(
     cand: Candidates, classes: list[int], members: list[list[int]], edges: Any
 ) -> Pairs:
-    """Match classes (each with its step indices) to calls given by ``edges(cls)``; pair in order."""
+    """Match classes (each with its step indices) to calls given by ``edges(cls)``; pair in
+    order."""
     local: dict[int, int] = {}
     adj: list[list[int]] = []
     for cls in classes:
@@ -119,13 +118,14 @@ def _match_block(
         if owner[slot] >= 0:
             taken[owner[slot]].append(pos)
     pairs: Pairs = {}
-    for steps, positions in zip(members, taken):
-        pairs.update(zip(steps, sorted(positions)))
+    for steps, positions in zip(members, taken):  # noqa: B905
+        pairs.update(zip(steps, sorted(positions)))  # noqa: B905
     return pairs
 
 
 def _ordered(cand: Candidates) -> Pairs:
-    """The most pairs with turn numbers never decreasing along the steps, a parallel group within one turn.
+    """The most pairs with turn numbers never decreasing along the steps, a parallel group within
+    one turn.
 
     Turn by turn, the longest block of whole steps (a group counts as one) that the turn's calls can
     all take; when that leaves a step unpaired, the optimal alignment (``_optimal``) replaces it, so
@@ -140,10 +140,11 @@ def _ordered(cand: Candidates) -> Pairs:
 
 
 ALIGN_CELLS = 250_000
-"""Above this many (step, turn) cells the ordered modes keep the turn-by-turn pairing: the verdict is
-exact either way, but the diagnosis may then list more differences than the fewest possible."""
+"""Above this many (step, turn) cells the ordered modes keep the turn-by-turn pairing: the verdict
+is exact either way, but the diagnosis may then list more differences than the fewest possible."""
 ALIGN_WORK = 2_000_000
-"""The most augmenting-path steps the optimal alignment may take before it gives up on a huge run."""
+"""The most augmenting-path steps the optimal alignment may take before it gives up on a huge
+run."""
 
 
 def _units(steps: tuple[Step, ...]) -> list[int]:
@@ -165,7 +166,8 @@ def _turns(calls: tuple[ToolCall, ...]) -> list[tuple[int, list[int]]]:
 
 
 def _greedy(cand: Candidates, units: list[int], turns: list[tuple[int, list[int]]]) -> Pairs:
-    """Turn by turn, the longest block of whole units from the current one that the turn's calls all take.
+    """Turn by turn, the longest block of whole units from the current one that the turn's calls all
+    take.
 
     Optimal when every step can be paired (taking more steps earlier never hurts later turns); a
     unit no later turn can take is skipped so the rest still align.
@@ -190,11 +192,13 @@ def _greedy(cand: Candidates, units: list[int], turns: list[tuple[int, list[int]
 def _optimal(
     cand: Candidates, units: list[int], turns: list[tuple[int, list[int]]], floor: int
 ) -> Pairs | None:
-    """The most pairs when each turn takes a block of whole units and skipped steps are missing: a DP over
-    (unit, turn), each block a maximum matching; None when it would take more than ``ALIGN_WORK`` steps.
+    """The most pairs when each turn takes a block of whole units and skipped steps are missing: a
+    DP over (unit, turn), each block a maximum matching; None when it would take more than
+    ``ALIGN_WORK`` steps.
 
     ``best[t][u]`` is the most pairs units ``u:`` can make with turns ``t:``; a block that cannot
-    grow its matching any further (every call of the turn taken, or ``_reach`` says none can be) stops.
+    grow its matching any further (every call of the turn taken, or ``_reach`` says none can be)
+    stops.
     """
     count, budget = len(units) - 1, [ALIGN_WORK]
     best = [[0] * (count + 1) for _ in range(len(turns) + 1)]
@@ -217,15 +221,16 @@ def _optimal(
 
 
 def _reach(cand: Candidates, units: list[int], turn: int) -> tuple[list[int], list[int]]:
-    """The units with a step that some call of ``turn`` matches, and for each such call the last unit
-    that can take it (sorted): from unit ``u`` a block can pair at most the calls whose reach is ``>= u``."""
+    """The units with a step that some call of ``turn`` matches, and for each such call the last
+    unit that can take it (sorted): from unit ``u`` a block can pair at most the calls whose reach
+    is ``>= u``."""
     useful: list[int] = []
     last: dict[int, int] = {}
     for k in range(len(units) - 1):
         found = [
             pos
             for i in range(units[k], units[k + 1])
-            for pos in cand.in_turn(cand.step_class[i], turn)
+            for pos in cand.in_turn(cand.plan.step_class[i], turn)
         ]
         if found:
             useful.append(k)
@@ -250,7 +255,8 @@ def _trace(
 
 
 class _Growing:
-    """A maximum matching of a growing set of steps to the calls of one turn (one augmenting path per step).
+    """A maximum matching of a growing set of steps to the calls of one turn (one augmenting path
+    per step).
 
     ``budget`` is a shared one-item list counting down the path steps left, so a huge run gives up
     early instead of running for minutes.
@@ -263,7 +269,8 @@ class _Growing:
         self.size = 0
 
     def add_all(self, steps: range) -> bool:
-        """Add steps, each taking a call if an augmenting path exists; False when the budget ran out."""
+        """Add steps, each taking a call if an augmenting path exists; False when the budget ran
+        out."""
         for step in steps:
             if self._augment(step):
                 self.size += 1
@@ -277,10 +284,11 @@ class _Growing:
 
     def _edges(self, step: int) -> list[int]:
         """The calls of the turn that ``step`` matches."""
-        return self.cand.in_turn(self.cand.step_class[step], self.turn)
+        return self.cand.in_turn(self.cand.plan.step_class[step], self.turn)
 
     def _augment(self, root: int) -> bool:
-        """Find an alternating path from ``root`` to a free call and flip it (iterative: turns can be wide)."""
+        """Find an alternating path from ``root`` to a free call and flip it (iterative: turns can
+        be wide)."""
         parent: dict[int, int] = {}
         stack = [(root, iter(self._edges(root)))]
         while stack:
@@ -304,21 +312,21 @@ class _Growing:
         """Give ``pos`` to the step that reached it, and so on back to ``root``."""
         while True:
             step = parent[pos]
-            previous = self.taken.get(step)
+            previous = self.taken.get(step)  # every step on the path but the root holds a call
             self.owner[pos], self.taken[step] = step, pos
-            if step == root:
+            if step == root or previous is None:
                 return
-            pos = previous  # type: ignore[assignment]
+            pos = previous
 
 
 def _reachable(cand: Candidates, index: int, turn: int) -> int | None:
     """The first turn at or after ``turn`` where the step has a candidate call."""
-    return cand.next_turn(cand.step_class[index], turn)
+    return cand.next_turn(cand.plan.step_class[index], turn)
 
 
 def _direct_block(cand: Candidates, start: int, edges: set[int], calls: list[int]) -> Pairs | None:
-    """The turn's calls paired in order with the next steps, when each matches, the block ends on a unit's
-    edge and no two steps share a class.
+    """The turn's calls paired in order with the next steps, when each matches, the block ends on a
+    unit's edge and no two steps share a class.
 
     That is exactly what ``_longest_block`` finds then (its matching takes each class's first free
     candidate in order); None sends the turn through ``_longest_block``.
@@ -328,7 +336,7 @@ def _direct_block(cand: Candidates, start: int, edges: set[int], calls: list[int
         return None
     if stop - start > 1 and not cand.distinct(start, stop):
         return None
-    return dict(zip(range(start, stop), calls))
+    return dict(zip(range(start, stop), calls))  # noqa: B905
 
 
 def _longest_block(
@@ -357,7 +365,7 @@ def _block(cand: Candidates, start: int, stop: int, turn: int) -> Pairs:
     """A maximum matching of steps ``start:stop`` to the calls of one turn."""
     members: dict[int, list[int]] = {}
     for index in range(start, stop):
-        members.setdefault(cand.step_class[index], []).append(index)
+        members.setdefault(cand.plan.step_class[index], []).append(index)
     classes = list(members)
     return _match_block(
         cand, classes, [members[c] for c in classes], lambda cls: cand.in_turn(cls, turn)

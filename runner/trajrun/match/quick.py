@@ -1,47 +1,41 @@
-"""A pass found fast: a run that surely passes a case's checks, told from its calls' names, its turns and usage.
+"""A pass found fast: a run that surely passes a case's checks, told from its calls' names, its
+turns and usage.
 
-A bulk case runs its checks on every record of a log, and most records pass. ``quick_pass`` turns an expectation
-whose steps are tool names alone (the usual policy over logs: ``steps: [lookup_user]``, ``never``, ``calls``,
-``budget``) into one test of a run. A record that passes it needs no matching, report or failure list; any other
-record goes through ``evaluate``, which words its failures. The tests compare the two on every small run and on
-random ones.
+A bulk case runs its checks on every record of a log, and most records pass. ``quick_pass`` turns
+a plan whose steps are tool names alone (the usual policy over logs: ``steps: [lookup_user]``,
+``never``, ``calls``, ``budget``) into one test of a run. A record that passes it needs no
+matching, report or failure list; any other record goes through ``evaluate``, which words its
+failures. The tests compare the two on every small run and on random ones.
 """
 
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from collections.abc import Callable
-from operator import le
 
 from ..trajectory import Trajectory
-from .checks import check_answer, check_latency, check_nodes, checks_for
-from .expectation import Budget, Expectation, Step, is_bare
+from .checks import BEFORE, BUDGET, CALLS, NEVER
+from .expectation import Budget
+from .plan import Plan
 
 QuickPass = Callable[[Trajectory], bool]
 """True only for a run on which ``evaluate`` finds no failure and no error."""
-_BY_NAME = ("unordered", "superset", "subset")
-_ELSEWHERE = (check_latency, check_nodes, check_answer)
-"""Checks the quick test runs as they are: rare in policies over logs."""
+_FROM_NAMES = (NEVER, BEFORE, CALLS, BUDGET)
+"""The checks the quick test tells from names, turns and usage; it runs any other as it is."""
 
 
-def quick_pass(expect: Expectation) -> tuple[QuickPass, float | None] | None:
-    """The quick test of ``expect`` and the score of a run that passes it (1.0 with steps, else none); None when
-    the steps need the matching (arguments, results, groups, an ordered mode, a threshold, no step at all) or
-    failed calls are left out."""
-    steps = expect.steps
+def quick_pass(plan: Plan) -> tuple[QuickPass, float | None] | None:
+    """The quick test of a plan and the score of a run that passes it (1.0 with steps, else
+    none); None when the steps need the matching (arguments, results, groups, an ordered mode, a
+    threshold, no step at all: ``Plan.by_name`` is None) or failed calls are left out."""
+    expect = plan.expect
     if expect.failed_calls == "ignore":  # the test reads names alone, not which calls failed
         return None
-    if steps is not None and not (
-        steps and expect.mode in _BY_NAME and expect.threshold is None and all(map(is_bare, steps))
-    ):
+    holds = plan.by_name
+    if expect.steps is not None and holds is None:
         return None
-    holds = _steps_test(expect.mode, steps) if steps else None
-    never, before, rest = (
-        expect.never,
-        expect.before,
-        tuple(c for c in checks_for(expect) if c in _ELSEWHERE),
-    )
+    never, before = expect.never, expect.before
+    rest = tuple(check for check in plan.checks if check not in _FROM_NAMES)
     bounds = tuple(
         (name, bound.min or 0, sys.maxsize if bound.max is None else bound.max)
         for name, bound in expect.calls.items()
@@ -68,25 +62,6 @@ def quick_pass(expect: Expectation) -> tuple[QuickPass, float | None] | None:
             return False
         if before and not all(run.called_before(first, then) for first, then in before):
             return False
-        errors: list[str] = []
-        return not any(check(expect, run, errors) for check in rest) and not errors
+        return all(check.run(expect, run).holds for check in rest)
 
-    return passes, 1.0 if steps else None
-
-
-def _steps_test(mode: str, steps: tuple[Step, ...]) -> Callable[[list[str]], bool]:
-    """Whether the calls' names pass steps that are names alone, as ``by_name`` pairs them: ``superset``, each
-    name called at least as often as steps name it; ``unordered``, exactly as often and no other tool;
-    ``subset``, at most as often and no other tool."""
-    wanted = Counter(step.name for step in steps)
-    tools, times = tuple(wanted), tuple(wanted.values())
-    if mode == "superset":
-        return lambda names: all(map(le, times, map(names.count, tools)))
-    if mode == "unordered":
-        return lambda names: len(names) == len(steps) and tuple(map(names.count, tools)) == times
-
-    def subset(names: list[str]) -> bool:
-        found = tuple(map(names.count, tools))
-        return sum(found) == len(names) and all(map(le, found, times))
-
-    return subset
+    return passes, 1.0 if expect.steps else None

@@ -11,12 +11,11 @@ import difflib
 import re
 import sys
 from bisect import bisect_left, insort
-from dataclasses import field
+from dataclasses import dataclass, field
 from itertools import accumulate, filterfalse
 from typing import Any
 
 from ..errors import inline
-from ..frozen import frozen
 from ..trajectory import ToolCall
 from .argrules import args_match
 from .compatibility import Candidates
@@ -37,7 +36,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 Row = tuple[int | None, int | None, str]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Nearest:
     """The closest actual call to an unmatched expected step, and how it differs.
 
@@ -52,7 +51,7 @@ class Nearest:
     note: str = ""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class StepsReport:
     """The steps check in detail: pairs, missing steps, unexpected calls, nearest candidates.
 
@@ -105,23 +104,26 @@ def build_report(
     n, m = len(cand.steps), len(cand.calls)
     missing = () if len(pairs) == n else tuple(i for i in range(n) if i not in pairs)
     unexpected = () if len(pairs) == m else _unpaired(m, set(pairs.values()))
-    base = dict(
+    summary, detail = "", ""
+    nearest: tuple[Nearest, ...] = ()
+    if not passed:
+        nearest = _nearest_all(cand, missing, unexpected)
+        rows = _rows(expect.mode, pairs, missing, unexpected, nearest)
+        summary = _summary(expect, rows, score, order_only)
+        detail = "\n".join([render_table(cand, rows), *_nearest_lines(cand, nearest)]).rstrip()
+    return StepsReport(
         mode=expect.mode,
         passed=passed,
         score=score,
+        summary=summary,
         pairs=tuple(sorted(pairs.items())),
         missing=missing,
         unexpected=unexpected,
+        nearest=nearest,
+        detail=detail,
         expected_steps=tuple(cand.steps),
         actual_calls=tuple(cand.calls),
     )
-    if passed:
-        return StepsReport(**base)  # type: ignore[arg-type]
-    nearest = _nearest_all(cand, missing, unexpected)
-    rows = _rows(expect.mode, pairs, missing, unexpected, nearest)
-    summary = _summary(expect, rows, score, order_only)
-    detail = "\n".join([render_table(cand, rows), *_nearest_lines(cand, nearest)]).rstrip()
-    return StepsReport(summary=summary, nearest=nearest, detail=detail, **base)  # type: ignore[arg-type]
 
 
 def _unpaired(count: int, paired: set[int]) -> tuple[int, ...]:
@@ -149,7 +151,7 @@ def cell_width() -> int:
     terminal shows long arguments whole. Off a terminal (CI logs, report files, pytest's captured
     output) the table is the same everywhere.
     """
-    import shutil  # deferred: start-up time (shutil loads bz2 and lzma), and only a failure's table needs it
+    import shutil  # deferred: start-up (shutil loads bz2 and lzma); only a failure's table needs it
 
     isatty = getattr(sys.stdout, "isatty", None)
     if not (isatty and isatty()):
@@ -159,7 +161,7 @@ def cell_width() -> int:
 
 def step_diffs(cand: Candidates, index: int, call: ToolCall) -> list[str]:
     """Every difference between an expected step and one call, one line each."""
-    step, rule = cand.steps[index], cand.rules[index]
+    step, rule = cand.steps[index], cand.plan.rules[index]
     lines = [] if call.name == step.name else [f"name: expected {step.name!r}, got {call.name!r}"]
     if rule.compare and step.args is not ANY_ARGS:
         if not args_match(step.args, call.args, rule):
@@ -199,7 +201,7 @@ def _diff_line(root: str, diff: Diff) -> str:
 def step_hints(cand: Candidates, index: int, call: ToolCall) -> list[str]:
     """How to accept a call that differs from its step where a setting would: extra argument keys
     the argument rule refuses, a result that contains the expected one."""
-    step, rule = cand.steps[index], cand.rules[index]
+    step, rule = cand.steps[index], cand.plan.rules[index]
     hints = []
     refuses_extra = rule.mode in ("exact", "subset") and not rule.compare and not rule.only_fields
     if step.args is not ANY_ARGS and refuses_extra:
@@ -270,8 +272,12 @@ def _nearest(cand: Candidates, index: int, free: dict[str, list[int]]) -> Neares
     near = [n for n in names if step.name in n or n in step.name] or difflib.get_close_matches(
         step.name, names, n=1, cutoff=0.75
     )
-    hint = (f"; did you mean {inline(near[0])}?" if near else f"; called: {', '.join(map(inline, names))}" if names
-            else "; no tool was called")  # fmt: skip
+    if near:
+        hint = f"; did you mean {inline(near[0])}?"
+    elif names:
+        hint = f"; called: {', '.join(map(inline, names))}"
+    else:
+        hint = "; no tool was called"
     return Nearest(index, None, note=f"no call of {inline(step.name)}{hint}")
 
 
@@ -282,7 +288,8 @@ def _rows(
     unexpected: tuple[int, ...],
     nearest: tuple[Nearest, ...],
 ) -> list[Row]:
-    """Table rows in the actual run's order, each step without a call at its slot (see ``_slots``)."""
+    """Table rows in the actual run's order, each step without a call at its slot (see
+    ``_slots``)."""
     rows: list[Row] = [(i, p, "ok") for i, p in pairs.items()]
     used: set[int] = set()
     combined: set[int] = set()
@@ -299,11 +306,13 @@ def _rows(
     slots = _slots(rows, pairs if mode in ("strict", "in_order") else {})
 
     def key(row: Row) -> tuple[int, int, int]:
-        """Sort key: by actual position; a step without a call right after the position of its slot."""
+        """Sort key: by actual position; a step without a call right after the position of its
+        slot."""
         index, pos, _ = row
         if pos is not None:
             return (pos, 0, -1 if index is None else index)
-        return (slots[index], 1, index)  # type: ignore[index]
+        step = -1 if index is None else index  # every row has a step, a call or both
+        return (slots[step], 1, step)
 
     return sorted(rows, key=key)
 
@@ -311,9 +320,10 @@ def _rows(
 def _slots(rows: list[Row], ordered: Pairs) -> dict[int, int]:
     """For each step shown without a call, the position its row follows (-1: the top).
 
-    That is the latest call shown for a step before it, so it comes after every step before it; in an
-    ordered mode (``ordered`` holds its pairs) only calls before the first call paired with a step after
-    it count, so it sits where the run should have made it, not after an out-of-order nearest call.
+    That is the latest call shown for a step before it, so it comes after every step before it; in
+    an ordered mode (``ordered`` holds its pairs) only calls before the first call paired with a
+    step after it count, so it sits where the run should have made it, not after an out-of-order
+    nearest call.
     """
     shown = sorted((i, p) for i, p, _ in rows if i is not None and p is not None)
     paired = sorted(ordered.items())
@@ -387,7 +397,8 @@ def render_table(cand: Candidates, rows: list[Row]) -> str:
         cells.append(("" if index is None else str(index), expected, actual, verdict))
     widths = [max(len(row[k]) for row in cells) for k in range(3)]
     lines = [
-        "  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + "  " + row[3] for row in cells
+        "  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        for row in cells
     ]
     if len(shown) < len(rows):
         lines.append(f"... {len(rows) - len(shown)} more rows not shown")

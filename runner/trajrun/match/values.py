@@ -1,7 +1,11 @@
-"""JSON values as trajrun compares them: equality, canonical keys, rendering, comparison under a rule.
+"""JSON values as trajrun compares them: equality, canonical keys, rendering, comparison under a
+rule.
 
 Numbers compare by value (``1 == 1.0``), booleans never equal numbers, ``null`` is not absent.
 ``Matcher`` is the interface of inline matchers (``trajrun.match.matchers`` holds the operators).
+
+The ``zip`` calls on the matching path go without ``strict=`` (``noqa: B905``): the keyword costs an
+argument parse per call, more than zipping a few items, and they run per class, turn or path.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ class Matcher:
 
     def _operands(self) -> tuple[Any, ...]:
         """The values that make up the matcher's identity."""
-        return tuple(getattr(self, s) for s in self.__slots__)
+        slots: tuple[str, ...] = self.__slots__
+        return tuple(getattr(self, s) for s in slots)
 
     def __repr__(self) -> str:
         return f"<{self.describe()}>"
@@ -137,7 +142,8 @@ def is_flat(value: Any) -> bool:
 
 
 def same_flat(expected: dict[str, Any], actual: Any) -> bool:
-    """Whether both are flat maps (see ``is_flat``) and ``canon(expected) == canon(actual)``, without building keys."""
+    """Whether both are flat maps (see ``is_flat``) and ``canon(expected) == canon(actual)``,
+    without building keys."""
     if type(actual) is not dict or len(actual) != len(expected):
         return False
     for key, value in expected.items():
@@ -152,7 +158,8 @@ def same_flat(expected: dict[str, Any], actual: Any) -> bool:
 
 
 def flat_match(expected: dict[str, Any], actual: Any, rule: str) -> bool:
-    """Whether ``expected`` is flat (see ``is_flat``) and ``compare_value(expected, actual, rule)`` holds, in one loop."""
+    """Whether ``expected`` is flat (see ``is_flat``) and ``compare_value(expected, actual, rule)``
+    holds, in one loop."""
     if not isinstance(actual, dict):
         return False
     for key, value in expected.items():
@@ -231,7 +238,8 @@ def _render(value: Any) -> str:
 
 
 def json_text(text: str) -> str:
-    """A string as ``render_value`` shows it, JSON-quoted with non-ASCII kept, on one line (``inline``)."""
+    """A string as ``render_value`` shows it, JSON-quoted with non-ASCII kept, on one line
+    (``inline``)."""
     return inline(json.dumps(text, ensure_ascii=False))
 
 
@@ -256,7 +264,10 @@ def parting(expected: Any, actual: Any, width: int, quote: Quote = json_text) ->
         exp, act, at = _windows(expected, actual, width, quote)
         return exp, act, f"differs at character {at}" if at else ""
     old, new = expected.split("\n"), actual.split("\n")
-    line = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+    line = next(
+        (k for k, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+        min(len(old), len(new)),
+    )
     where = f"differs on line {line + 1}"
     if line >= len(old) or line >= len(new):
         exp = _window(old[line], 0, width, quote) if line < len(old) else "end of text"
@@ -269,7 +280,7 @@ def parting(expected: Any, actual: Any, width: int, quote: Quote = json_text) ->
 def _windows(expected: str, actual: str, width: int, quote: Quote) -> tuple[str, str, int]:
     """Both one-line texts from a little before the first differing character, and that character's
     number (counting from 1), or 0 when the windows start at the texts' start."""
-    pairs = enumerate(zip(expected, actual))
+    pairs = enumerate(zip(expected, actual, strict=False))
     same = next((k for k, (a, b) in pairs if a != b), min(len(expected), len(actual)))
     start = max(0, same - width // 3)
     if start:  # from the start of a word when one is near, as a reader looks for it
@@ -318,7 +329,8 @@ def compare_value(
     skip: frozenset[Path] = frozenset(),
     out: list[Diff] | None = None,
 ) -> bool:
-    """Compare an expected (compiled) value with an actual one under ``exact``, ``superset`` or ``subset``.
+    """Compare an expected (compiled) value with an actual one under ``exact``, ``superset`` or
+    ``subset``.
 
     Paths in ``skip`` were compared elsewhere (field comparators). With ``out`` every difference
     is collected there instead of stopping at the first.
@@ -352,7 +364,8 @@ def _compare_dict(
     skip: frozenset[Path],
     out: list[Diff] | None,
 ) -> bool:
-    """Objects: expected keys per the rule, then extra actual keys (failing under exact and subset)."""
+    """Objects: expected keys per the rule, then extra actual keys (failing under exact and
+    subset)."""
     ok = True
     for key, exp in expected.items():
         if key in actual:
@@ -388,7 +401,7 @@ def _compare_list(
 ) -> bool:
     """Lists of one length, element by element under the same rule."""
     ok = True
-    for i, (exp, act) in enumerate(zip(expected, actual)):
+    for i, (exp, act) in enumerate(zip(expected, actual)):  # noqa: B905
         ok = compare_value(exp, act, rule, path + (i,), skip, out) and ok
         if not ok and out is None:
             return False

@@ -1,13 +1,13 @@
-"""The verdict of a case's checks on one run: each failed check, and checks that could not be evaluated."""
+"""The verdict of a case's checks on one run: each failed check, and checks that could not be
+evaluated."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ..frozen import frozen
 
-
-@frozen
+@dataclass(frozen=True, slots=True)
 class CheckFailure:
     """One failed check: ``check`` is its name (``steps``, ``never``, ...), ``summary`` a few words
     for the one-line message (``1 missing``), ``detail`` the human text (aligned table, fields)."""
@@ -17,12 +17,13 @@ class CheckFailure:
     detail: str = ""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class JudgeVerdict:
     """What the LLM judge said about one run: a score from 0 to 1 and why, or why there is none.
 
     ``skipped`` holds the reason the judge was not asked (``--no-judge``); ``error`` why its answer
-    could not be had or read (with the raw text). ``cached`` says the answer came from the judge cache.
+    could not be had or read (with the raw text). ``cached`` says the answer came from the judge
+    cache.
     """
 
     threshold: float
@@ -39,7 +40,8 @@ class JudgeVerdict:
         return None if self.score is None else self.score >= self.threshold
 
     def summary(self) -> str:
-        """One line: ``score 0.85 >= 0.70 (gpt-4o-mini, cached)``, ``skipped (--no-judge)`` or the error."""
+        """One line: ``score 0.85 >= 0.70 (gpt-4o-mini, cached)``, ``skipped (--no-judge)`` or the
+        error."""
         if self.skipped is not None:
             return f"skipped ({self.skipped})"
         if self.score is None:
@@ -64,13 +66,13 @@ class JudgeVerdict:
         }
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Evaluation:
     """The verdict of every check of one case on one trajectory.
 
-    ``errors`` lists checks that could not be evaluated, each as a sentence saying why.
-    ``steps`` is the matcher's detailed report on the steps check (``None`` without steps); it
-    has a ``to_dict()`` for the JSON report. ``judge`` is the LLM judge's verdict, which the run layer
+    ``errors`` lists checks that could not be evaluated, each as a sentence saying why. ``steps`` is
+    the matcher's detailed report on the steps check (``None`` without steps); it has a
+    ``to_dict()`` for the JSON report. ``judge`` is the LLM judge's verdict, which the run layer
     adds (``evaluate`` never calls a model).
     """
 

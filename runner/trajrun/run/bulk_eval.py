@@ -1,4 +1,5 @@
-"""Evaluating the records of a bulk case: what every engine runs on its workers, the same everywhere.
+"""Evaluating the records of a bulk case: what every engine runs on its workers, the same
+everywhere.
 
 ``evaluate_partition`` reads one partition and evaluates each record with the case's expectation;
 ``evaluate_records`` does it for records already in hand (a library caller's documents, a Dask bag's
@@ -14,27 +15,29 @@ import json
 import re
 import traceback
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TrajrunError
-from ..frozen import frozen
-from ..match.checks import Check, checks_for
 from ..match.evaluate import evaluate
 from ..match.expectation import UNSET, Expectation
 from ..match.failed import mark_errors
+from ..match.plan import Plan
 from ..match.quick import QuickPass, quick_pass
 from ..sources import read_trajectory
 from ..sources.records import Partition, PartitionReader, Record, compile_path
 from .bulk_results import WORST, RecordResult, Tally, labels_of
 
 BATCH = 2_000
-"""Records a worker evaluates between two messages to the client (progress, and the records kept)."""
+"""Records a worker evaluates between two messages to the client (progress, and the records
+kept)."""
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class BulkSpec:
-    """What evaluating a partition needs, the same on every worker (it is pickled to Dask workers)."""
+    """What evaluating a partition needs, the same on every worker (it is pickled to Dask
+    workers)."""
 
     expect: Expectation
     each: str = "record"
@@ -53,9 +56,9 @@ Emit = Callable[[list[RecordResult], int], None]
 def evaluate_partition(
     spec: BulkSpec, part: Partition, emit: Emit | None = None
 ) -> tuple[list[RecordResult], Tally]:
-    """Read and evaluate one partition. With ``emit``, kept records go out in batches as they come (and none
-    are returned); without, they are returned whole. Kept: every record with ``keep_all``, else the first
-    failing ones."""
+    """Read and evaluate one partition. With ``emit``, kept records go out in batches as they come
+    (and none are returned); without, they are returned whole. Kept: every record with ``keep_all``,
+    else the first failing ones."""
     reader = PartitionReader(part, spec.each)
     with young_gc_rarely():
         kept, tally = evaluate_records(spec, reader, emit)
@@ -65,8 +68,9 @@ def evaluate_partition(
 
 @contextlib.contextmanager
 def young_gc_rarely() -> Iterator[None]:
-    """While a partition is evaluated, collect the young generation as rarely as ``trajrun run`` does (records
-    build many short-lived objects; a Dask worker keeps Python's defaults otherwise); restored after."""
+    """While a partition is evaluated, collect the young generation as rarely as ``trajrun run``
+    does (records build many short-lived objects; a Dask worker keeps Python's defaults otherwise);
+    restored after."""
     previous = gc.get_threshold()
     gc.set_threshold(max(previous[0], 100_000), *previous[1:])
     try:
@@ -78,7 +82,8 @@ def young_gc_rarely() -> Iterator[None]:
 def evaluate_records(
     spec: BulkSpec, records: Iterable[Record], emit: Emit | None = None
 ) -> tuple[list[RecordResult], Tally]:
-    """Evaluate records in order, counting every one and keeping what ``spec`` asks for (see ``evaluate_partition``)."""
+    """Evaluate records in order, counting every one and keeping what ``spec`` asks for (see
+    ``evaluate_partition``)."""
     plan = _Plan.of(spec)
     tally, kept, failing, since = Tally(), [], 0, 0
     for record in records:
@@ -97,36 +102,32 @@ def evaluate_records(
     return kept, tally
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class _Plan:
-    """What evaluating each record of a spec takes, worked out once: the compiled ``select`` and ``id`` paths,
-    whether the checks read calls' arguments or results (``details``; if not, records are read without them), the
-    checks beside the steps, and the quick test of a passing record with the score it gives (``match.quick``)."""
+    """What evaluating each record of a spec takes, worked out once: the compiled ``select`` and
+    ``id`` paths, whether the checks read calls' arguments or results (``details``; if not, records
+    are read without them), the expectation's compiled plan, and the quick test of a passing record
+    with the score it gives (``match.quick``)."""
 
     select: Any
     name: Any
     details: bool
-    checks: tuple[Check, ...]
+    match: Plan
     quick: QuickPass | None
     score: float | None
 
     @classmethod
     def of(cls, spec: BulkSpec) -> _Plan:
         """The plan of ``spec``."""
-        quick, score = quick_pass(spec.expect) or (None, None)
-        details = spec.expect.reads_call_details or spec.error_when is not UNSET
-        return cls(
-            compile_path(spec.select),
-            compile_path(spec.id),
-            details,
-            checks_for(spec.expect),
-            quick,
-            score,
-        )
+        match = Plan(spec.expect)
+        quick, score = quick_pass(match) or (None, None)
+        details = match.reads_details or spec.error_when is not UNSET
+        return cls(compile_path(spec.select), compile_path(spec.id), details, match, quick, score)
 
 
 def _verdict(spec: BulkSpec, record: Record, plan: _Plan) -> tuple[RecordResult, list[str]]:
-    """One record's result and the labels its failures count under; nothing it holds can raise past here."""
+    """One record's result and the labels its failures count under; nothing it holds can raise past
+    here."""
     if record.error is not None:
         return RecordResult(record.key, None, "error", (), _one_line(f"source: {record.error}")), []
     rid = _record_id(plan.name, record.doc)
@@ -137,7 +138,7 @@ def _verdict(spec: BulkSpec, record: Record, plan: _Plan) -> tuple[RecordResult,
             run = mark_errors(run, spec.error_when)
         if plan.quick is not None and plan.quick(run):  # most records
             return RecordResult(record.key, rid, "passed", (), "passed", plan.score), []
-        evaluation = evaluate(spec.expect, run, verdict_only=True, checks=plan.checks)
+        evaluation = evaluate(spec.expect, run, verdict_only=True, plan=plan.match)
     except TrajrunError as exc:
         return RecordResult(record.key, rid, "error", (), _one_line(f"source: {exc}")), []
     except Exception as exc:  # noqa: BLE001 - one record's trouble never stops the others
@@ -158,8 +159,8 @@ def _verdict(spec: BulkSpec, record: Record, plan: _Plan) -> tuple[RecordResult,
 
 
 def _record_id(name: Any, doc: Any) -> str | None:
-    """The record's id from the case's ``id`` JSONPath: a string as is, another value as JSON; ``None`` when the
-    path finds nothing (the record is then named by its file and line)."""
+    """The record's id from the case's ``id`` JSONPath: a string as is, another value as JSON;
+    ``None`` when the path finds nothing (the record is then named by its file and line)."""
     if name is None:
         return None
     try:
@@ -182,7 +183,8 @@ def numbered(documents: Iterable[Any]) -> Iterator[Record]:
 def evaluate_documents(
     spec: BulkSpec, documents: Iterable[Any]
 ) -> tuple[list[RecordResult], Tally]:
-    """Evaluate documents in hand (a Dask bag's partition, a library caller's iterable), named by position."""
+    """Evaluate documents in hand (a Dask bag's partition, a library caller's iterable), named by
+    position."""
     with young_gc_rarely():
         kept, tally = evaluate_records(spec, numbered(documents))
     tally.lines = tally.total
