@@ -17,7 +17,7 @@ from trajrun.trajectory import ToolCall, Trajectory, Usage
 W = "suites/weather.suite.yaml"
 BAD = "suites/bad.suite.yaml"
 CASE_KEYS = {"id", "name", "file", "line", "outcome", "duration", "message", "details", "score", "judge", "missing",
-             "unexpected", "checks", "errors", "notes", "trajectory", "steps", "bulk", "baseline"}
+             "unexpected", "checks", "errors", "notes", "trajectory", "steps", "bulk", "baseline", "repeats"}
 
 
 class StepsReport:
@@ -73,7 +73,7 @@ def test_top_level_shape_and_summary() -> None:
     data = round_trip(sample_run())
     assert list(data) == ["version", "summary", "suites"] and data["version"] == 1
     assert data["summary"] == {"passed": 1, "failed": 1, "error": 1, "skipped": 1, "xfailed": 0, "xpassed": 0,
-                               "total": 4, "deselected": 3, "judge_skipped": 0, "load_errors": 1, "duration": 1.25,
+                               "total": 4, "deselected": 3, "judge_skipped": 0, "flaky": 0, "load_errors": 1, "duration": 1.25,
                                "exit_code": 2, "gates": None}
 
 

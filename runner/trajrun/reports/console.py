@@ -1,4 +1,5 @@
-"""Console report, pytest-style: progress as cases finish, then failures, errors and the summary line."""
+"""Console report, pytest-style: progress as cases finish, then failures,
+errors and the summary line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 from typing import TextIO
 
 from ..errors import inline
-from ..run.results import CaseResult, RunResult, SuiteResult
+from ..run.results import CaseResult, Repeats, RunResult, SuiteResult
 from .text import judge_text, not_a_command, terminal_safe
 
 LETTERS = {
@@ -105,7 +106,11 @@ def _failure_block(case: CaseResult, color: bool, width: int) -> list[str]:
     lines.append(f"{inline(case.file)}:{case.line}")
     if case.baseline:
         lines.append(BASELINE_WORDS[case.baseline])
-    # a message's own lines (a command's stderr tail) stay lines here, each escaped; the summary joins them
+    if case.repeats is not None:
+        lines.append(case.repeats.line())
+        lines.extend(_run_lines(case.repeats))
+    # a message's own lines (a command's stderr tail) stay lines here, each
+    # escaped; the summary joins them
     for line in (case.message or WORDS[case.outcome]).split("\n"):
         lines.append(paint(inline(line), COLORS[case.outcome], color))
     if case.details:
@@ -114,6 +119,30 @@ def _failure_block(case: CaseResult, color: bool, width: int) -> list[str]:
     if verdict is not None and verdict.passed:  # a failing judge is in the details already
         lines.append(inline(judge_text(verdict)))
     lines.extend(f"note: {inline(note)}" for note in case.notes)
+    return lines
+
+
+def _run_lines(repeats: Repeats) -> list[str]:
+    """``run 2 FAILED: 1 check failed: steps (1 args differ)``: each run that did not pass (a
+    message's own lines, such as a command's stderr tail, as lines of their own)."""
+    lines = []
+    for n, run in enumerate(repeats.each, 1):
+        if run.outcome != "passed":
+            first, *rest = run.message.split("\n")
+            lines.append(f"run {n} {WORDS[run.outcome]}: {inline(first)}")
+            lines.extend(map(inline, rest))
+    return lines
+
+
+def _flaky(run: RunResult) -> list[str]:
+    """Each case whose runs disagree, with the runs that did not pass when no failure block shows
+    them (a case that passed on ``pass_rate``)."""
+    lines = []
+    for case in run.cases:
+        if case.repeats is not None and case.repeats.flaky:
+            lines.append(f"{inline(case.case_id)}: {case.repeats.line()}")
+            if case.outcome not in PROBLEMS:
+                lines.extend(f"  {line}" for line in _run_lines(case.repeats))
     return lines
 
 
@@ -136,6 +165,7 @@ def _short_summary(run: RunResult, color: bool) -> list[str]:
         if case.outcome in PROBLEMS:
             word = paint(WORDS[case.outcome], COLORS[case.outcome], color)
             shown = inline(case.case_id) + (f" [{case.baseline}]" if case.baseline else "")
+            shown += " [flaky]" if case.repeats is not None and case.repeats.flaky else ""
             lines.append(f"{word} {shown} - {inline(case.message)}".rstrip(" -"))
     return lines
 
@@ -200,8 +230,8 @@ def render_summary(
 ) -> list[str]:
     """Everything printed after the cases ran, as lines; the last is ``run.summary_line()`` exactly.
 
-    A suite's or a source's strings are escaped to stay within their line (``inline``), and no line is
-    left that GitHub Actions would read as a workflow command (``not_a_command``)."""
+    A suite's or a source's strings are escaped to stay within their line (``inline``), and no line
+    is left that GitHub Actions would read as a workflow command (``not_a_command``)."""
     lines: list[str] = []
     # as pytest's: suites not loaded and cases that could not run under ERRORS, then FAILURES
     errors = [line for s in run.suites if s.load_errors for line in _load_block(s, color, width)]
@@ -218,6 +248,7 @@ def render_summary(
         ("ERRORS", errors),
         ("FAILURES", failures),
         ("notes", _notes(run)),
+        ("flaky", _flaky(run)),
         ("judge", _judged(run) if verbosity >= 0 else []),
         ("short test summary info", _short_summary(run, color)),
         ("gates", gate_lines(run)),
@@ -237,7 +268,8 @@ def render_summary(
 
 
 class ConsoleReporter:
-    """Prints a run as it goes: letters per suite file, or a line per case with ``-v``, then the summary.
+    """Prints a run as it goes: letters per suite file, or a line per case
+    with ``-v``, then the summary.
 
     ``verbosity`` -1 prints nothing per case, 0 pytest's letters (``suites/a.suite.yaml ..F.``),
     1 or more one line per case. Like pytest, each file's line of letters (and each ``-v`` line)
@@ -296,8 +328,8 @@ class ConsoleReporter:
         self._flush()
 
     def records_progress(self, case_id: str, done: int, final: bool = False) -> None:
-        """On a terminal, a bulk case's count of records read so far, drawn after the open line (at most ten times
-        a second) and wiped when the case is done."""
+        """On a terminal, a bulk case's count of records read so far, drawn after the open line (at
+        most ten times a second) and wiped when the case is done."""
         if self.verbosity < 0 or not _isatty(self.stream):
             return
         now = time.monotonic()
@@ -309,12 +341,18 @@ class ConsoleReporter:
         self._flush()
 
     def _case_line(self, result: CaseResult) -> tuple[str, int]:
-        """``suites/a.suite.yaml::paris PASSED``, with the reason after a skip or xfail, and its visible length."""
+        """``suites/a.suite.yaml::paris PASSED``, with the reason after a skip or
+        xfail, and its visible length."""
         plain = f"{inline(result.case_id)} {WORDS[result.outcome]}"
-        line = f"{inline(result.case_id)} {paint(WORDS[result.outcome], COLORS[result.outcome], self.color)}"
+        word = paint(WORDS[result.outcome], COLORS[result.outcome], self.color)
+        line = f"{inline(result.case_id)} {word}"
         if result.outcome in ("skipped", "xfailed") and result.message:
             reason = f" ({inline(result.message)})"
             plain, line = plain + reason, line + reason
+        if result.repeats is not None:
+            repeats = result.repeats
+            runs = f" (repeat {repeats.letters}{', flaky' if repeats.flaky else ''})"
+            plain, line = plain + runs, line + runs
         return line, len(plain)
 
     def _write_line(self, text: str) -> None:
@@ -324,8 +362,9 @@ class ConsoleReporter:
         self._flush()
 
     def _letter(self, file: str, letter: str, case: bool = False) -> None:
-        """Add one letter to the current suite file's line, starting a new line for a new file; ``case``
-        counts it as a finished case (after the previous file's line got its share done)."""
+        """Add one letter to the current suite file's line, starting a new line for
+        a new file; ``case`` counts it as a finished case (after the previous
+        file's line got its share done)."""
         if file != self._line_file:
             self._end_line()
             self._line_file = file
@@ -354,7 +393,8 @@ class ConsoleReporter:
         return " " * max(self.width - length - len(tag), 1) + tag
 
     def _end_line(self) -> None:
-        """Close the open letters line, if any, with its percentage (already drawn when redrawing in place)."""
+        """Close the open letters line, if any, with its percentage (already
+        drawn when redrawing in place)."""
         if self._line_file is not None:
             self.stream.write(("" if self.progress else self._percentage(self._line_length)) + "\n")
         self._line_file = None
@@ -370,6 +410,6 @@ class ConsoleReporter:
 
 def _terminal_width() -> int:
     """The terminal's width (``COLUMNS`` first, as shutil reads it)."""
-    import shutil  # deferred: start-up time; shutil loads bz2 and lzma, and a run on CI has no terminal
+    import shutil  # deferred: start-up time (it loads bz2 and lzma); a run on CI has no terminal
 
     return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns

@@ -13,10 +13,10 @@ import dataclasses
 import difflib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TrajrunError, inline
-from ..frozen import frozen
 from ..match.steps_report import json_path
 from ..match.values import MISSING, Diff, compare_value, render_value
 from ..run.results import PROBLEMS
@@ -37,7 +37,7 @@ class DiffError(TrajrunError):
     """Two reports that cannot be compared at all: exit status 2."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CallRow:
     """One row of a regressed case's call table: the call in OLD and in NEW, and the verdict."""
 
@@ -50,7 +50,7 @@ class CallRow:
     diffs: tuple[str, ...] = ()
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CaseChange:
     """A case whose outcome or score differs between the reports (or that is in one only)."""
 
@@ -66,7 +66,7 @@ class CaseChange:
     calls_note: str = ""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ReportDiff:
     """Everything ``trajrun diff`` reports, in the order it prints it."""
 
@@ -285,7 +285,7 @@ def _regressed(
     """A regressed case with the step-level difference of its two runs (or why there is none)."""
     change = _change(old, new, key)
     runs = [case.get("trajectory") for case in (old, new)]
-    lacking = [file for file, run in zip(files, runs) if not isinstance(run, dict)]
+    lacking = [file for file, run in zip(files, runs, strict=True) if not isinstance(run, dict)]
     if lacking:
         verb = "holds" if len(lacking) == 1 else "hold"
         note = (
@@ -388,7 +388,11 @@ def _row(
     lines = tuple(
         f"{json_path('$', path)}: was {_shown(was)}, now {_shown(now)}" for path, was, now in diffs
     )
-    call = new[j] if j is not None else old[i]  # type: ignore[index]
+    if j is not None:
+        call = new[j]
+    else:
+        assert i is not None, "a row holds an old call, a new one, or both"
+        call = old[i]
     return CallRow(
         i,
         j,

@@ -67,7 +67,8 @@ def _entry(section: str, change: CaseChange, width: int) -> list[str]:
 
 
 def what(section: str, change: CaseChange) -> str:
-    """What changed for a case outside the regressed section: ``failed -> passed``, ``was passed``…"""
+    """What changed for a case outside the regressed section:
+    ``failed -> passed``, ``was passed``…"""
     if section == "scores" and change.old_score is not None and change.new_score is not None:
         delta = change.new_score - change.old_score
         return f"score {change.old_score:.2f} -> {change.new_score:.2f} ({delta:+.2f})"
@@ -121,7 +122,7 @@ def _view(section: str, change: CaseChange) -> dict[str, Any]:
 
 def _asset(name: str) -> str:
     """A file of the report's pages (``reports/html``)."""
-    return resources.files(__package__).joinpath("html", name).read_text(encoding="utf-8")
+    return (resources.files(__package__) / "html" / name).read_text(encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=1)

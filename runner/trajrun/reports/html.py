@@ -1,9 +1,10 @@
-"""HTML report: one self-contained page (inline CSS and script, no network) built from the JSON report's data.
+"""HTML report: one self-contained page (inline CSS and script, no network)
+built from the JSON report's data.
 
-The page embeds the JSON report as ``<script type="application/json">`` and its script builds rows in
-chunks and case bodies only when opened, so 10,000 cases open quickly. A run renders through
-``json_report.render``, so ``trajrun run --html`` and ``trajrun report RESULTS.json --html`` give the same
-page. Template, CSS and script are package data in ``reports/html/``.
+The page embeds the JSON report as ``<script type="application/json">`` and its script builds rows
+in chunks and case bodies only when opened, so 10,000 cases open quickly. A run renders through
+``json_report.render``, so ``trajrun run --html`` and ``trajrun report RESULTS.json --html`` give
+the same page. Template, CSS and script are package data in ``reports/html/``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ class ReportReadError(TrajrunError):
 
 
 def render(data: Mapping[str, Any]) -> str:
-    """The page for a JSON report's data: what ``json_report.render`` returns or a ``--json`` file holds."""
+    """The page for a JSON report's data: what ``json_report.render`` returns
+    or a ``--json`` file holds."""
     summary = data.get("summary") or {}
     return _template().render(
         title=f"trajrun: {headline(summary)}",
@@ -47,10 +49,11 @@ def render(data: Mapping[str, Any]) -> str:
 
 
 def write(report: RunResult | Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write the page for a run, or for a JSON report's data, to ``path`` atomically; raises ``FileWriteError``."""
+    """Write the page for a run, or for a JSON report's data, to ``path``
+    atomically; raises ``FileWriteError``."""
     data = json_report.render(report) if isinstance(report, RunResult) else report
     page = render(data).encode("utf-8")
-    atomic_write(path, lambda handle: handle.write(page))
+    atomic_write(path, lambda handle: handle.writelines([page]))
 
 
 def render_from_json(path: str | os.PathLike[str]) -> str:
@@ -59,7 +62,8 @@ def render_from_json(path: str | os.PathLike[str]) -> str:
 
 
 def load_json(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A saved ``--json`` report's data, checked enough to render; raises ``ReportReadError`` saying why not."""
+    """A saved ``--json`` report's data, checked enough to render; raises
+    ``ReportReadError`` saying why not."""
     kind = special_kind(path)
     if kind:
         raise ReportReadError(
@@ -99,7 +103,16 @@ _COUNT, _NUMBER, _TEXT, _LIST, _MAP = (
 )
 _SUMMARY = {
     **dict.fromkeys(
-        (*OUTCOME_ORDER, "total", "deselected", "judge_skipped", "load_errors", "exit_code"), _COUNT
+        (
+            *OUTCOME_ORDER,
+            "total",
+            "deselected",
+            "judge_skipped",
+            "load_errors",
+            "exit_code",
+            "flaky",
+        ),
+        _COUNT,
     ),
     "duration": _NUMBER,
 }
@@ -123,6 +136,7 @@ _CASE = {
     "steps": _MAP,
     "bulk": _MAP,
     "baseline": _TEXT,
+    "repeats": _MAP,
 }
 _PARTS = {
     "trajectory": {"tool_calls": _LIST},
@@ -137,14 +151,19 @@ _PARTS = {
         "worst": _LIST,
     },
     "judge": {"score": _NUMBER, "threshold": _NUMBER},
+    "repeats": {"runs": _COUNT, "passed": _COUNT, "flipped": _LIST, "outcomes": _LIST},
 }
 """The fields of a JSON report the page reads, by what each must be when present and not null."""
 
 
 def _shape_problem(data: Any) -> str | None:
-    """Why ``data`` is not a JSON report this page can show (the field at fault and what it holds), or None."""
+    """Why ``data`` is not a JSON report this page can show (the field at fault
+    and what it holds), or None."""
     if not isinstance(data, dict) or not isinstance(data.get("suites"), list):
-        return "not a trajrun JSON report (no `suites` list); give the file that `trajrun run --json FILE` wrote"
+        return (
+            "not a trajrun JSON report (no `suites` list); "
+            "give the file that `trajrun run --json FILE` wrote"
+        )
     version = data.get("version")
     if version != json_report.VERSION or isinstance(version, bool):
         small = isinstance(version, int) and not isinstance(version, bool) and abs(version) < 1000
@@ -182,8 +201,8 @@ def _case_problem(case: Any, where: str) -> str | None:
 
 
 def _fields_problem(value: Any, fields: Mapping[str, str], where: str) -> str | None:
-    """The first of ``fields`` of the map ``value`` (at ``where``; none when it is no map) that is not what it
-    must be."""
+    """The first of ``fields`` of the map ``value`` (at ``where``; none when it is no map)
+    that is not what it must be."""
     if not isinstance(value, dict):
         return None
     for name, kind in fields.items():
@@ -203,7 +222,8 @@ def _is(value: Any, kind: str) -> bool:
 
 
 def _infinite(number: float) -> bool:
-    """Whether ``number`` is NaN, an infinity, or an integer too large for a float (which the page reads)."""
+    """Whether ``number`` is NaN, an infinity, or an integer too large for a
+    float (which the page reads)."""
     try:
         return not math.isfinite(number)
     except OverflowError:
@@ -221,13 +241,15 @@ def _kind(value: Any) -> str:
                 if isinstance(value, int)
                 else "NaN or an infinity"
             )
-        return f"a {'negative ' if value < 0 else ''}{'whole' if isinstance(value, int) else 'decimal'} number"
+        kind = "whole" if isinstance(value, int) else "decimal"
+        return f"a {'negative ' if value < 0 else ''}{kind} number"
     words = ((str, "a string"), (dict, "a map"), (list, "a list"))
     return next(word for cls, word in words if isinstance(value, cls))
 
 
 def headline(summary: Mapping[str, Any]) -> str:
-    """``1 passed, 3 failed, 3 errors in 0.01s``, the way ``trajrun run`` ends, from the report's summary."""
+    """``1 passed, 3 failed, 3 errors in 0.01s``, the way ``trajrun run``
+    ends, from the report's summary."""
     counts = {outcome: summary.get(outcome) or 0 for outcome in OUTCOME_ORDER}
     counts["error"] += summary.get("load_errors") or 0
     parts = [
@@ -237,6 +259,8 @@ def headline(summary: Mapping[str, Any]) -> str:
     ]
     if summary.get("deselected"):
         parts.append(f"{summary['deselected']} deselected")
+    if summary.get("flaky"):
+        parts.append(f"{summary['flaky']} flaky")
     if summary.get("judge_skipped"):
         n = summary["judge_skipped"]
         parts.append(f"{n} judge check{'s' if n != 1 else ''} skipped (--no-judge)")
@@ -268,14 +292,16 @@ def _page_case(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def _clip(value: Any) -> Any:
-    """A text cut to ``MAX_TEXT`` characters with a note of how much was left out; anything else as is."""
+    """A text cut to ``MAX_TEXT`` characters with a note of how much was
+    left out; anything else as is."""
     if not isinstance(value, str) or len(value) <= MAX_TEXT:
         return value
     return f"{value[:MAX_TEXT]}… [{len(value) - MAX_TEXT:,} more characters in the JSON report]"
 
 
 def _script_json(data: Any) -> str:
-    """Compact ASCII JSON that is safe inside ``<script>``: every ``<`` escaped, NaN and infinities as strings."""
+    """Compact ASCII JSON that is safe inside ``<script>``: every ``<`` escaped,
+    NaN and infinities as strings."""
     try:
         text = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
     except ValueError:  # a NaN or an infinity: written as the JSON report writes them
@@ -285,13 +311,15 @@ def _script_json(data: Any) -> str:
 
 
 def _asset(name: str) -> str:
-    """A file of the page (template, CSS, script), read from the package's ``reports/html`` folder."""
-    return resources.files(__package__).joinpath("html", name).read_text(encoding="utf-8")
+    """A file of the page (template, CSS, script), read from the
+    package's ``reports/html`` folder."""
+    return (resources.files(__package__) / "html" / name).read_text(encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=1)
 def _template() -> jinja2.Template:
-    """The page template, compiled once, with HTML autoescaping on (CSS, script and data are marked safe)."""
+    """The page template, compiled once, with HTML autoescaping on (CSS,
+    script and data are marked safe)."""
     return jinja2.Environment(autoescape=True, keep_trailing_newline=True).from_string(
         _asset("report.html.j2")
     )

@@ -4,29 +4,36 @@ Each case also carries ``steps`` (added within version 1; readers of older repor
 absent): ``null`` without a steps check, else ``{"mode", "passed", "score", "summary", "expected",
 "pairs", "nearest"}``. ``expected`` lists the steps as checked (golden steps included), each
 ``{"name", "args", "any_args", "group", "result", "expects_result", "error"}``: ``args`` and
-``result`` are JSON with each inline matcher written as its description (``"<regex 'x'>"``), ``args``
-is ``null`` when ``any_args``, ``group`` numbers the step's ``parallel`` group or is ``null``, and
-``error`` is ``true``/``false``/``null`` (not checked). ``pairs`` is ``[{"step", "call"}]`` (a step
-index and the position of the call that satisfied it in ``trajectory.tool_calls``), ``nearest`` is
-``[{"step", "call", "diffs", "note"}]`` for the first unmatched steps: the closest free call (or
-``null``), each differing field as ``"$.path: expected X, got Y"`` (long texts from where they
-part: ``"$.body: expected …'to Lisbon.', got …'to Lisboa.' (differs at character 212)"``), and why
-there is none or how to accept the call (``args_mode is exact; args_mode: superset allows extra
-keys``).
+``result`` are JSON with each inline matcher written as its description (``"<regex 'x'>"``),
+``args`` is ``null`` when ``any_args``, ``group`` numbers the step's ``parallel`` group or is
+``null``, and ``error`` is ``true``/``false``/``null`` (not checked). ``pairs`` is
+``[{"step", "call"}]`` (a step index and the position of the call that satisfied it in
+``trajectory.tool_calls``), ``nearest`` is ``[{"step", "call", "diffs", "note"}]`` for the first
+unmatched steps: the closest free call (or ``null``), each differing field as
+``"$.path: expected X, got Y"`` (long texts from where they part: ``"$.body: expected …'to Lisbon.',
+got …'to Lisboa.' (differs at character 212)"``), and why there is none or how to accept the call
+(``args_mode is exact; args_mode: superset allows extra keys``).
 
-Each case also carries ``judge`` and the summary ``judge_skipped`` (both added within version 1): the
-LLM judge's verdict, ``null`` for a case without a ``judge:`` check.
+Each case also carries ``judge`` and the summary ``judge_skipped`` (both added within version 1):
+the LLM judge's verdict, ``null`` for a case without a ``judge:`` check.
 
 Each case also carries ``baseline`` and the summary ``gates`` (both added within version 1):
 with ``--baseline``, ``"new"`` or ``"known"`` for a failed, erred or xpassed case (``null``
 otherwise); ``gates`` is ``null`` unless ``--baseline`` or ``--min-pass-rate`` was given, else
 ``{"baseline", "new", "known", "fail_on", "min_pass_rate", "pass_rate"}``.
 
-Each case also carries ``bulk`` (added within version 1): ``null`` but for a bulk case (a source with
-``each``), where it holds ``{"each", "files", "records", "passed", "failed", "error", "passed_share",
-"pass_rate", "by_check", "worst", "score", "engine", "records_file"}``: ``by_check`` maps a check's label
-(``never (refund_all)``, ``budget``) to the records it failed, ``worst`` lists the first failing records,
-each ``{"record", "outcome", "checks", "message", "score"}``.
+Each case also carries ``bulk`` (added within version 1): ``null`` but for a bulk case (a source
+with ``each``), where it holds ``{"each", "files", "records", "passed", "failed", "error",
+"passed_share", "pass_rate", "by_check", "worst", "score", "engine", "records_file"}``: ``by_check``
+maps a check's label (``never (refund_all)``, ``budget``) to the records it failed, ``worst`` lists
+the first failing records, each ``{"record", "outcome", "checks", "message", "score"}``.
+
+Each case also carries ``repeats`` and the summary ``flaky`` (both added within version 1):
+``repeats`` is ``null`` but for a case with ``repeat``, where it holds ``{"runs", "passed",
+"passed_share", "pass_at_k", "pass_all_k", "flaky", "flipped", "outcomes"}``: ``pass_at_k`` that a
+run passed, ``pass_all_k`` that all did, ``flaky`` that some did and some did not, ``flipped`` the
+checks that failed in some runs and held in others (``error`` when only some runs erred),
+``outcomes`` each run's ``{"outcome", "message", "score"}``; ``flaky`` counts the flaky cases.
 """
 
 from __future__ import annotations
@@ -53,12 +60,13 @@ def render(run: RunResult) -> dict[str, Any]:
 
 
 def write(run: RunResult, path: str | os.PathLike[str]) -> None:
-    """Write the report of ``run`` to ``path`` atomically as UTF-8 JSON, streamed case by case and call by call.
+    """Write the report of ``run`` to ``path`` atomically as UTF-8 JSON, streamed
+    case by case and call by call.
 
     Streaming keeps the memory a report needs to about one case, not a copy of the whole run: a
-    million-call history costs a few megabytes here, not gigabytes. JSON has no NaN or infinity: such
-    numbers in a tool's arguments or results are written as the strings ``"NaN"``, ``"Infinity"`` and
-    ``"-Infinity"``. Raises ``FileWriteError``.
+    million-call history costs a few megabytes here, not gigabytes. JSON has no NaN or infinity:
+    such numbers in a tool's arguments or results are written as the strings ``"NaN"``,
+    ``"Infinity"`` and ``"-Infinity"``. Raises ``FileWriteError``.
     """
     atomic_write(path, lambda handle: handle.writelines(_chunks(run)))
 
@@ -69,7 +77,8 @@ def encode(run: RunResult) -> bytes:
 
 
 class _Items:
-    """A list written one item at a time (the suites, a suite's cases, a run's calls), never held whole."""
+    """A list written one item at a time (the suites, a suite's cases, a
+    run's calls), never held whole."""
 
     __slots__ = ("items",)
 
@@ -92,13 +101,15 @@ def _plain(value: Any) -> Any:
 
 
 def _chunks(run: RunResult) -> Iterator[bytes]:
-    """The report's bytes, indented as ``json.dumps(indent=2)`` indents, in pieces of at most one case or call."""
+    """The report's bytes, indented as ``json.dumps(indent=2)`` indents, in pieces
+    of at most one case or call."""
     yield from _stream(_report(run), 0)
     yield b"\n"
 
 
 def _stream(value: Any, depth: int) -> Iterator[bytes]:
-    """``value`` at nesting ``depth``: ``_Items`` and the maps holding them piece by piece, the rest whole."""
+    """``value`` at nesting ``depth``: ``_Items`` and the maps holding them
+    piece by piece, the rest whole."""
     inner = ("\n" + "  " * (depth + 1)).encode()
     if isinstance(value, _Items):
         empty = True
@@ -117,13 +128,15 @@ def _stream(value: Any, depth: int) -> Iterator[bytes]:
 
 
 def _lazy(value: Any) -> bool:
-    """Whether ``value`` is or holds an ``_Items`` (only the report's own maps do: a call's arguments never)."""
+    """Whether ``value`` is or holds an ``_Items`` (only the report's own maps
+    do: a call's arguments never)."""
     return isinstance(value, _Items) or type(value) is dict and any(map(_lazy, value.values()))
 
 
 def _text(value: Any, depth: int) -> bytes:
-    """One value as indented UTF-8 JSON; escaped ASCII instead when it holds a lone surrogate (``json_safe``
-    escapes what could break a line or read as a workflow command: ``--json -`` prints it)."""
+    """One value as indented UTF-8 JSON; escaped ASCII instead when it holds a lone
+    surrogate (``json_safe`` escapes what could break a line or read as a workflow
+    command: ``--json -`` prints it)."""
     try:
         text = _dumps(value, ascii_only=False)
     except ValueError:  # a NaN or an infinity: rare, so only then walk the value to replace them
@@ -155,6 +168,7 @@ def _summary(run: RunResult) -> dict[str, Any]:
     summary["total"] = len(run.cases)
     summary["deselected"] = run.deselected
     summary["judge_skipped"] = run.judge_skipped
+    summary["flaky"] = run.flaky
     summary["load_errors"] = sum(1 for s in run.suites if s.load_errors)
     summary["duration"] = _number(run.duration) or 0.0
     summary["exit_code"] = run.exit_code()
@@ -218,7 +232,18 @@ def _case(case: CaseResult) -> dict[str, Any]:
         "steps": _steps(evaluation.steps if evaluation else None),
         "bulk": case.bulk.to_dict() if case.bulk is not None else None,
         "baseline": case.baseline,
+        "repeats": _repeats(case),
     }
+
+
+def _repeats(case: CaseResult) -> dict[str, Any] | None:
+    """``repeat``'s runs (``None`` for a case without ``repeat``), each score finite or ``None``."""
+    if case.repeats is None:
+        return None
+    data = case.repeats.to_dict()
+    for run in data["outcomes"]:
+        run["score"] = _number(run["score"])
+    return data
 
 
 def _trajectory(traj: Trajectory) -> dict[str, Any]:
@@ -231,8 +256,8 @@ def _trajectory(traj: Trajectory) -> dict[str, Any]:
 
 
 def _judge(verdict: Any) -> dict[str, Any] | None:
-    """The LLM judge's verdict (``score``, ``threshold``, ``passed``, ``reasoning``, ``model``, ``cached``,
-    ``skipped``, ``error``), or ``None`` for a case without a ``judge:`` check."""
+    """The LLM judge's verdict (``score``, ``threshold``, ``passed``, ``reasoning``, ``model``,
+    ``cached``, ``skipped``, ``error``), or ``None`` for a case without a ``judge:`` check."""
     if verdict is None:
         return None
     data = verdict.to_dict()
@@ -248,7 +273,8 @@ def _steps_report(steps: Any) -> dict[str, Any]:
 
 
 def _steps(report: Any) -> dict[str, Any] | None:
-    """The steps check for a timeline view: mode, verdict, expected steps, pairs and nearest calls."""
+    """The steps check for a timeline view: mode, verdict, expected
+    steps, pairs and nearest calls."""
     data = _steps_report(report)
     if not data:
         return None

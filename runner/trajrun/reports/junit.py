@@ -1,4 +1,5 @@
-"""JUnit XML report: a pure ``render`` to an Element tree valid under junit-10.xsd, and an atomic ``write``."""
+"""JUnit XML report: a pure ``render`` to an Element tree valid under
+junit-10.xsd, and an atomic ``write``."""
 
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ UNNAMED = "(unnamed)"
 LOAD_CASE = "(load)"
 LOAD_MESSAGE = "suite could not be loaded"
 SYSTEM_OUT = ("failed", "all", "none")
-"""Which cases carry their actual steps in ``<system-out>``: ``failed`` (failed, erred, xpassed), every one, none."""
+"""Which cases carry their actual steps in ``<system-out>``: ``failed`` (failed,
+erred, xpassed), every one, none."""
 MESSAGE_WIDTH = 300
-"""Past this many characters a ``message`` attribute is cut (with ``…``); the body holds the whole text."""
+"""Past this many characters a ``message`` attribute is cut (with ``…``);
+the body holds the whole text."""
 SHOWN = {"failed": frozenset({"failed", "error", "xpassed"}), "all": None, "none": frozenset()}
 """The outcomes each ``SYSTEM_OUT`` choice shows (``None``: every one)."""
 
@@ -34,13 +37,15 @@ def render(
     system_out: str = "failed",
     each: str = "case",
 ) -> ET.Element:
-    """The whole report as ``<testsuites>``: one ``<testsuite>`` per suite file, load failures included.
+    """The whole report as ``<testsuites>``: one ``<testsuite>`` per
+    suite file, load failures included.
 
-    ``file_line`` adds ``file`` and a 1-based ``line`` to every testcase for annotation tools
-    (GitLab, action-junit-report); it breaks junit-10.xsd, so it is opt-in. ``system_out`` (one of
-    ``SYSTEM_OUT``) says which cases carry their actual steps: by default only those that did not
-    pass, since nobody reads a passing case's run and it made most of a large report. ``each="record"`` makes a
-    bulk case one testcase per record (when its per-record lines were written).
+    ``file_line`` adds ``file`` and a 1-based ``line`` to every testcase for annotation
+    tools (GitLab, action-junit-report); it breaks junit-10.xsd, so it is opt-in.
+    ``system_out`` (one of ``SYSTEM_OUT``) says which cases carry their actual steps: by
+    default only those that did not pass, since nobody reads a passing case's run and it
+    made most of a large report. ``each="record"`` makes a bulk case one testcase per record
+    (when its per-record lines were written).
     """
     root, parts = _parts(run, hostname, file_line, system_out, each)
     for element, cases in parts:
@@ -57,10 +62,12 @@ def write(
     system_out: str = "failed",
     each: str = "case",
 ) -> None:
-    """Write the report of ``render`` to ``path`` atomically, as UTF-8 with an XML declaration, indented.
+    """Write the report of ``render`` to ``path`` atomically, as UTF-8
+    with an XML declaration, indented.
 
-    The testcases are written one at a time and dropped, so a bulk case reported one testcase per record
-    (a million of them) never holds them all; the bytes are those of ``render``'s tree, indented.
+    The testcases are written one at a time and dropped, so a bulk case reported one
+    testcase per record (a million of them) never holds them all; the bytes are those
+    of ``render``'s tree, indented.
     """
     root, parts = _parts(run, None, file_line, system_out, each)
     atomic_write(path, lambda handle: _stream(handle, root, parts))
@@ -72,8 +79,8 @@ Parts = Iterator[tuple[ET.Element, Iterator[ET.Element]]]
 def _parts(
     run: RunResult, hostname: str | None, file_line: bool, system_out: str, each: str
 ) -> tuple[ET.Element, Parts]:
-    """The ``<testsuites>`` element with its totals, and each ``<testsuite>`` (counts and properties, no
-    testcases yet) with an iterator of its testcases, built as they are read."""
+    """The ``<testsuites>`` element with its totals, and each ``<testsuite>`` (counts and
+    properties, no testcases yet) with an iterator of its testcases, built as they are read."""
     # platform.node() is socket.gethostname() without importing socket (start-up time; click
     # loads platform anyway)
     host = hostname if hostname is not None else platform.node()
@@ -87,14 +94,14 @@ def _parts(
     root.set("time", seconds(run.duration))
     parts = (
         (_suite(s, host, c), _testcases(s, seen, file_line, shown, each))
-        for s, c in zip(run.suites, counts)
+        for s, c in zip(run.suites, counts, strict=True)
     )
     return root, parts
 
 
 def _stream(handle: BinaryIO, root: ET.Element, parts: Parts) -> None:
-    """Write what ``ET.indent`` and ``ElementTree.write`` would of the whole tree, one element at a time:
-    each child is written after the newline and indentation that ``indent`` puts before it."""
+    """Write what ``ET.indent`` and ``ElementTree.write`` would of the whole tree, one element at a
+    time: each child is written after the newline and indentation that ``indent`` puts before it."""
 
     def put(text: str) -> None:
         handle.write(text.encode("utf-8", "xmlcharrefreplace"))  # the errors ElementTree.write uses
@@ -123,7 +130,8 @@ def _open_tag(element: ET.Element) -> str:
 
 
 def _suite(suite: SuiteResult, host: str, counts: dict[str, int]) -> ET.Element:
-    """One ``<testsuite>`` with its counts and properties (its testcases come from ``_testcases``)."""
+    """One ``<testsuite>`` with its counts and properties (its
+    testcases come from ``_testcases``)."""
     element = ET.Element("testsuite", {"name": xml_safe(one_line(_suite_name(suite))) or UNNAMED})
     element.attrib.update({key: str(value) for key, value in counts.items()})
     element.set("time", seconds(suite.duration or sum(c.duration for c in suite.cases)))
@@ -140,7 +148,8 @@ def _testcases(
     shown: frozenset[str] | None,
     each: str,
 ) -> Iterator[ET.Element]:
-    """A suite's testcases in order: its ``(load)`` case, or one per case (per record for ``each="record"``)."""
+    """A suite's testcases in order: its ``(load)`` case, or one per case (per
+    record for ``each="record"``)."""
     if suite.load_errors:
         yield _load_case(suite, seen, file_line)
         return
@@ -152,8 +161,9 @@ def _testcases(
 
 
 def _counts(suite: SuiteResult, each: str) -> dict[str, int]:
-    """JUnit's counts for a suite: xpassed is a failure, xfailed a skip, ``tests`` counts every testcase; with
-    ``each="record"`` a bulk case counts its records (from its summary: the testcases are not built yet)."""
+    """JUnit's counts for a suite: xpassed is a failure, xfailed a skip, ``tests`` counts every
+    testcase; with ``each="record"`` a bulk case counts its records (from its summary: the
+    testcases are not built yet)."""
     if suite.load_errors:
         return {"tests": 1, "failures": 0, "errors": 1, "skipped": 0}
     outcomes = [c.outcome for c in suite.cases if not (each == "record" and _has_records(c))]
@@ -181,7 +191,8 @@ def _suite_name(suite: SuiteResult) -> str:
 def _per_record(
     case: CaseResult, seen: set[tuple[str, str]], file_line: bool
 ) -> Iterator[ET.Element]:
-    """A bulk case's testcases, one per record, read from its per-record lines as they are written."""
+    """A bulk case's testcases, one per record, read from its
+    per-record lines as they are written."""
     for name, tag, message, kind in record_outcomes(case):
         element = _testcase(case.suite, name, seen, 0.0)
         if file_line:
@@ -218,9 +229,30 @@ def _properties(suite: SuiteResult) -> ET.Element:
         figures["judge_mean_score"] = f"{sum(judged) / len(judged):.3f}"
     element = ET.Element("properties")
     marked = [(f"baseline_{c.baseline}", c.name) for c in suite.cases if c.baseline]
+    marked += _repeat_properties(suite)
     for name, value in [*figures.items(), *marked]:
         ET.SubElement(element, "property", {"name": name, "value": xml_safe(one_line(str(value)))})
     return element
+
+
+def _repeat_properties(suite: SuiteResult) -> list[tuple[str, str]]:
+    """With ``repeat``, a ``repeat`` property per case (``name: .F.F 2/4 runs passed, …``), then a
+    ``flaky`` property naming each case whose runs disagree."""
+    props: list[tuple[str, str]] = []
+    flaky: list[tuple[str, str]] = []
+    for case in suite.cases:
+        if (repeats := case.repeats) is not None:
+            props.append(("repeat", f"{case.name}: {repeats.letters} {repeats.summary()}"))
+            flaky += [("flaky", case.name)] if repeats.flaky else []
+    return props + flaky
+
+
+def _runs(case: CaseResult) -> str:
+    """``repeat .F.F: 2/4 runs passed, …`` for a case with ``repeat`` that did not pass or is flaky;
+    else empty."""
+    repeats = case.repeats
+    shown = repeats is not None and (case.outcome != "passed" or repeats.flaky)
+    return repeats.line() if repeats is not None and shown else ""
 
 
 def testcase_names(suite: str, case: str) -> tuple[str, str]:
@@ -234,7 +266,8 @@ def testcase_names(suite: str, case: str) -> tuple[str, str]:
 
 
 def _unique(classname: str, name: str, seen: set[tuple[str, str]]) -> tuple[str, str]:
-    """A non-empty classname and name whose pair no earlier testcase used (GitLab drops duplicates)."""
+    """A non-empty classname and name whose pair no earlier testcase
+    used (GitLab drops duplicates)."""
     classname, base = testcase_names(classname, name)
     name, n = base, 1
     while (classname, name) in seen:
@@ -280,6 +313,9 @@ def _case(
         body = "\n\n".join(p for p in (body, judged) if p)
     if case.notes:
         body = "\n\n".join([body, *case.notes]) if body else "\n".join(case.notes)
+    runs = _runs(case)
+    if runs and case.outcome != "passed":  # a passing flaky case says so in <system-err>
+        body = f"{runs}\n\n{body}" if body else runs
     if case.outcome == "failed":
         _result(element, "failure", case.message or "failed", case.check_type or "failure", body)
     elif case.outcome == "error":
@@ -288,9 +324,9 @@ def _case(
         _result(element, "failure", xpass_message(case), "xpass", body)
     elif case.outcome in ("skipped", "xfailed"):
         _result(element, "skipped", case.message or case.outcome, None, body)
-    elif case.notes or judged:
+    elif case.notes or judged or runs:
         ET.SubElement(element, "system-err").text = xml_safe(
-            "\n".join([*([judged] if judged else []), *case.notes])
+            "\n".join([*([runs] if runs else []), *([judged] if judged else []), *case.notes])
         )
     steps = (
         case.actual_yaml if shown is None or case.outcome in shown else None
@@ -301,8 +337,8 @@ def _case(
 
 
 def _result(parent: ET.Element, tag: str, message: str, kind: str | None, body: str) -> None:
-    """Append a failure/error/skipped element: one-line ``message`` (cut past ``MESSAGE_WIDTH``, the whole
-    line then opening the body), optional ``type``, text body."""
+    """Append a failure/error/skipped element: one-line ``message`` (cut past ``MESSAGE_WIDTH``, the
+    whole line then opening the body), optional ``type``, text body."""
     line = one_line(message)
     if len(line) > MESSAGE_WIDTH:
         body = f"{line}\n\n{body}" if body else line

@@ -1,8 +1,9 @@
-"""``--junit-each record``: a bulk case as one JUnit testcase per record, read back from the per-record lines.
+"""``--junit-each record``: a bulk case as one JUnit testcase per record, read
+back from the per-record lines.
 
 The runner writes every record's line (``--records FILE``, or a temporary file for this option) and
-notes where each bulk case's lines are; each line becomes a ``<testcase>`` named ``case [record]``, with
-``<failure>`` or ``<error>`` carrying its one-line message.
+notes where each bulk case's lines are; each line becomes a ``<testcase>`` named ``case [record]``,
+with ``<failure>`` or ``<error>`` carrying its one-line message.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ def record_lines(case: CaseResult) -> Iterator[dict[str, Any]]:
 
 
 def record_outcomes(case: CaseResult) -> Iterator[tuple[str, str | None, str, str]]:
-    """Each record of a bulk case as a testcase's parts: its name ``case [record]``, the result tag (``failure``,
-    ``error`` or ``None`` for a pass), its one-line message and its type (the first failed check)."""
+    """Each record of a bulk case as a testcase's parts: its name ``case [record]``, the
+    result tag (``failure``, ``error`` or ``None`` for a pass), its one-line message and its
+    type (the first failed check)."""
     for line in record_lines(case):
         tag = OUTCOME_TAGS.get(line["outcome"])
         kind = line["checks"][0] if tag == "failure" and line["checks"] else line["outcome"]

@@ -1,9 +1,11 @@
-"""Views of one trajectory for ``trajrun show`` and ``trajrun record``: an aligned table, YAML and JSON.
+"""Views of one trajectory for ``trajrun show`` and ``trajrun record``:
+an aligned table, YAML and JSON.
 
 Each view is text any terminal or UTF-8 stream takes: control characters and lone surrogates
-(``"\\ud800"`` in a JSON source) come out escaped, never raw. No line of a view is one GitHub Actions
-would read as a workflow command (``::`` first on a line, ``##[`` anywhere): the table escapes a source's
-strings; YAML and JSON, when some value would make such a line, switch to escapes that read back the same.
+(``"\\ud800"`` in a JSON source) come out escaped, never raw. No line of a view is one GitHub
+Actions would read as a workflow command (``::`` first on a line, ``##[`` anywhere): the table
+escapes a source's strings; YAML and JSON, when some value would make such a line, switch to
+escapes that read back the same.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _cell(value: Any) -> str:
-    """Compact JSON (or the raw string), escaped to one line by ``inline``, cut at ``MAX_CELL`` characters."""
+    """Compact JSON (or the raw string), escaped to one line by ``inline``, cut
+    at ``MAX_CELL`` characters."""
     text = (
         value
         if isinstance(value, str)
@@ -35,8 +38,8 @@ def _cell(value: Any) -> str:
 
 
 def render_table(traj: Trajectory) -> str:
-    """One aligned row per call (position, turn, tool, args, milliseconds where recorded, result), then turns,
-    usage, wall time where recorded, and answer."""
+    """One aligned row per call (position, turn, tool, args, milliseconds where recorded, result),
+    then turns, usage, wall time where recorded, and answer."""
     timed = traj.records_durations
     rows = [("#", "turn", "tool", "args", *(("ms",) if timed else ()), "result")]
     for call in traj.calls:
@@ -48,7 +51,10 @@ def render_table(traj: Trajectory) -> str:
             (str(call.position), str(call.turn), inline(call.name), _cell(call.args), *took, result)
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
     usage = traj.usage
     lines.append("")
     lines.append(f"format: {traj.format}   calls: {len(traj.calls)}   turns: {traj.turns}")
@@ -73,14 +79,14 @@ def _ms(value: float | None) -> str:
 def render_json(traj: Trajectory) -> str:
     """The contract's fixed JSON shape; it reads back as format ``trajectory``.
 
-    Non-ASCII text is written as is, unless some string holds a lone surrogate, which no UTF-8
-    stream can carry: then the whole document is ASCII with ``\\u`` escapes (it reads back the same).
+    Non-ASCII text is written as is, unless some string holds a lone surrogate,
+    which no UTF-8 stream can carry: then the whole document is ASCII with ``\\u``
+    escapes (it reads back the same).
     """
     data = traj.to_dict()
     text = json.dumps(data, indent=2, ensure_ascii=False)
-    if (
-        "NaN" in text or "Infinity" in text
-    ):  # maybe a number JSON has not (Python writes it bare): as strings
+    if "NaN" in text or "Infinity" in text:
+        # maybe a number JSON has not (Python writes it bare): as strings
         data = finite(data)
         text = json.dumps(data, indent=2, ensure_ascii=False)
     if _LONE_SURROGATE.search(text):
@@ -89,22 +95,23 @@ def render_json(traj: Trajectory) -> str:
 
 
 def render_yaml(traj: Trajectory) -> str:
-    """The same data as ``render_json``, as YAML (PyYAML's emitter escapes control characters and surrogates);
-    when a value would put a workflow command on a line of its own, as ``_QuotingDumper`` writes it."""
+    """The same data as ``render_json``, as YAML (PyYAML's emitter escapes control characters and
+    surrogates); when a value would put a workflow command on a line of its own, as
+    ``_QuotingDumper`` writes it."""
     text = yaml.safe_dump(traj.to_dict(), sort_keys=False, allow_unicode=True)
     if not _risky(text):
         return text
     text = yaml.dump(
         traj.to_dict(), Dumper=_QuotingDumper, sort_keys=False, allow_unicode=True, width=math.inf
     )
-    return text.replace(
-        "##[", "##\\x5b"
-    )  # ``_QuotingDumper`` double-quotes every string that holds it
+    # ``_QuotingDumper`` double-quotes every string that holds it
+    return text.replace("##[", "##\\x5b")
 
 
 def render_steps(traj: Trajectory) -> str:
-    """``trajrun record``: the steps as a golden file holds them; when a value would put a workflow command on a
-    line of its own, one line per call (``compact_steps``: JSON strings, which escape line breaks)."""
+    """``trajrun record``: the steps as a golden file holds them; when a value would put a
+    workflow command on a line of its own, one line per call (``compact_steps``: JSON
+    strings, which escape line breaks)."""
     from ..suites.golden import compact_steps, dump_steps  # deferred: ``show`` does not need it
 
     text = dump_steps(traj)
@@ -112,18 +119,21 @@ def render_steps(traj: Trajectory) -> str:
 
 
 def _risky(text: str) -> bool:
-    """Whether some line of ``text`` reads as a workflow command, or it holds a character that a reader
-    could take for a line break (``\\r``, ``\\x85``, ``\\u2028``) or that a terminal acts on."""
+    """Whether some line of ``text`` reads as a workflow command, or it holds a
+    character that a reader could take for a line break (``\\r``, ``\\x85``,
+    ``\\u2028``) or that a terminal acts on."""
     return not_a_command(text) != text or terminal_safe(text) != text
 
 
 class _QuotingDumper(yaml.SafeDumper):
-    """A safe dumper that double-quotes, with escapes, every string holding a control character or a line
-    break, or reading as a workflow command: with no line width, each such string then stays on its line."""
+    """A safe dumper that double-quotes, with escapes, every string holding a control
+    character or a line break, or reading as a workflow command: with no line width, each such
+    string then stays on its line."""
 
 
 def _quoted(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    """A string, double-quoted when it could start or hold a line GitHub Actions reads as a command."""
+    """A string, double-quoted when it could start or hold a line GitHub
+    Actions reads as a command."""
     risky = inline(value) != value or not_a_command(value) != value
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"' if risky else None)
 

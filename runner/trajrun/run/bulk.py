@@ -1,12 +1,14 @@
-"""Bulk cases: a case whose source has ``each`` is evaluated once per record, on this machine or on a Dask cluster.
+"""Bulk cases: a case whose source has ``each`` is evaluated once per record, on this machine or on
+a Dask cluster.
 
 A ``BulkSession`` runs the bulk cases of a run: it lists the files, cuts them into partitions, hands
-them to an engine (``local``: this process, or ``-j N`` forked workers; ``dask``: a cluster's workers),
-and folds the per-record verdicts into the case's result. Every engine evaluates a partition with
-``evaluate_partition``, so results are the same whichever runs them, and come back in partition order.
+them to an engine (``local``: this process, or ``-j N`` forked workers; ``dask``: a cluster's
+workers), and folds the per-record verdicts into the case's result. Every engine evaluates a
+partition with ``evaluate_partition``, so results are the same whichever runs them, and come back in
+partition order.
 
-``evaluate_bulk`` is the library entry: a case (or an expectation) over any iterable of documents, or
-over a ``dask.bag`` of them.
+``evaluate_bulk`` is the library entry: a case (or an expectation) over any iterable of documents,
+or over a ``dask.bag`` of them.
 """
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import SuiteErrors, TrajrunError
-from ..frozen import frozen
 from ..match.expectation import UNSET, Expectation
 from ..match.verdict import CheckFailure, Evaluation
 from ..suites.golden import load_golden
@@ -31,10 +32,11 @@ if TYPE_CHECKING:
     from .bulk_results import BulkSummary
 
 PENDING = "bulk-pending"
-"""The ``check_type`` of a bulk case's stand-in result from a ``-j`` worker; the parent then runs the case."""
+"""The ``check_type`` of a bulk case's stand-in result from a ``-j`` worker; the parent then runs
+the case."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class BulkOptions:
     """How bulk cases run: the engine, a Dask scheduler's address, where ``--records`` lines go,
     (for tests) the size of a JSONL byte range, and what hears the engine's notes (the Dask
@@ -53,7 +55,8 @@ def is_bulk(case: Case) -> bool:
 
 
 class BulkSession:
-    """Runs the bulk cases of one run: the ``--records`` file, the engine (a Dask client is made once), progress."""
+    """Runs the bulk cases of one run: the ``--records`` file, the engine (a Dask client is made
+    once), progress."""
 
     def __init__(
         self, options: BulkOptions | None = None, jobs: int = 1, reporter: Any = None
@@ -83,7 +86,8 @@ class BulkSession:
         return PendingCase(case, base, [], [], time.perf_counter(), self.run(case, suite, case_id))
 
     def run(self, case: Case, suite: Suite, case_id: str) -> CaseResult:
-        """Evaluate a bulk case over every record of its source; a problem is the case's error, never a crash."""
+        """Evaluate a bulk case over every record of its source; a problem is the case's error,
+        never a crash."""
         from ..sources.records import (
             files_of,
             partitions,
@@ -173,12 +177,15 @@ class BulkSession:
 
 
 def _expectation(case: Case) -> Expectation:
-    """The case's expectation, its steps read from its golden file when it has one (bulk cases never write it)."""
+    """The case's expectation, its steps read from its golden file when it has one (bulk cases never
+    write it)."""
     if case.golden is None:
         return case.expect
     if not case.golden.exists():
-        raise TrajrunError(f"golden file {case.golden} does not exist; bulk cases read golden files but never "
-                           "write them: record one from a single run with `trajrun record`")  # fmt: skip
+        raise TrajrunError(
+            f"golden file {case.golden} does not exist; bulk cases read golden files but never "
+            "write them: record one from a single run with `trajrun record`"
+        )
     try:
         return dataclasses.replace(case.expect, steps=load_golden(case.golden))
     except SuiteErrors as exc:
@@ -186,14 +193,15 @@ def _expectation(case: Case) -> Expectation:
 
 
 def bulk_result(case: Case, base: CaseResult, summary: BulkSummary, duration: float) -> CaseResult:
-    """A bulk case's outcome from its summary: an error with no record or when every record erred; a failure when
-    fewer than ``pass_rate`` of the records passed; ``xfail`` as for any case."""
+    """A bulk case's outcome from its summary: an error with no record or when every record erred; a
+    failure when fewer than ``pass_rate`` of the records passed; ``xfail`` as for any case."""
     result = dataclasses.replace(
         base, duration=duration, score=summary.score, bulk=summary, check_type=None
     )
     if summary.total == 0 or summary.error == summary.total:
+        files = f"{summary.files:,} file{'s' if summary.files != 1 else ''}"
         why = (
-            f"no records: the {summary.files:,} file{'s' if summary.files != 1 else ''} matched hold none"
+            f"no records: the {files} matched hold none"
             if not summary.total
             else f"every record erred ({summary.total:,}); first: {summary.worst[0].message}"
         )
@@ -240,7 +248,8 @@ def bulk_result(case: Case, base: CaseResult, summary: BulkSummary, duration: fl
 
 
 def pending_result(case: Case, suite: Suite, case_id: str) -> PendingCase:
-    """In a ``-j`` worker: a stand-in result; the parent runs bulk cases itself, each over every worker."""
+    """In a ``-j`` worker: a stand-in result; the parent runs bulk cases itself, each over every
+    worker."""
     base = CaseResult(
         case_id,
         suite.name,
@@ -263,10 +272,12 @@ def evaluate_bulk(
     id: str | None = None,
     pass_rate: float | None = None,
 ) -> BulkSummary:
-    """Evaluate a case (or an expectation) on every document of an iterable or a ``dask.bag``; the summary counts
-    them and lists the first failing ones (named by ``id``, else by their 0-based position).
+    """Evaluate a case (or an expectation) on every document of an iterable or a ``dask.bag``; the
+    summary counts them and lists the first failing ones (named by ``id``, else by their 0-based
+    position).
 
-    A case lends its source's ``format``, ``select`` and ``id`` and its ``pass_rate``; the keywords win.
+    A case lends its source's ``format``, ``select`` and ``id`` and its ``pass_rate``; the keywords
+    win.
     """
     from .bulk_eval import (
         BulkSpec,

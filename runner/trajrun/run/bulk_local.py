@@ -1,4 +1,5 @@
-"""The local engine of bulk cases: partitions evaluated in this process, or by ``-j N`` forked worker processes.
+"""The local engine of bulk cases: partitions evaluated in this process, or by ``-j N`` forked
+worker processes.
 
 Workers read their partitions themselves and stream back batches of compact record results. The
 client takes them in partition order: the batches of a partition that is not yet the next one are
@@ -30,7 +31,8 @@ STOP_GRACE = 5.0
 
 
 class LocalEngine:
-    """Runs a bulk case's partitions on this machine: in this process with one job, else in forked workers."""
+    """Runs a bulk case's partitions on this machine: in this process with one job, else in forked
+    workers."""
 
     def __init__(self, jobs: int = 1) -> None:
         self.jobs = max(1, jobs)
@@ -59,7 +61,8 @@ class LocalEngine:
 
 @dataclass
 class _Held:
-    """What came early for a partition that is not yet the next in order: spooled batches, counts, its tally."""
+    """What came early for a partition that is not yet the next in order: spooled batches, counts,
+    its tally."""
 
     spool: IO[bytes] | None = None
     evaluated: int = 0
@@ -77,7 +80,8 @@ class _Worker:
 
 @dataclass
 class _Pool:
-    """Forked workers fed one partition at a time; results go to the aggregate in partition order."""
+    """Forked workers fed one partition at a time; results go to the aggregate in partition
+    order."""
 
     size: int
     spec: BulkSpec
@@ -89,7 +93,8 @@ class _Pool:
     queued: int = 0
 
     def run(self) -> None:
-        """Hand out every partition and take the results; on any exception (an interrupt), stop the workers."""
+        """Hand out every partition and take the results; on any exception (an interrupt), stop the
+        workers."""
         context = multiprocessing.get_context("fork")
         try:
             for _ in range(self.size):
@@ -150,7 +155,8 @@ class _Pool:
         self._advance()
 
     def _batch(self, index: int, kept: list[RecordResult], evaluated: int) -> None:
-        """Records of one partition: to the aggregate when it is the next in order, else held back."""
+        """Records of one partition: to the aggregate when it is the next in order, else held
+        back."""
         if index == self.head:
             part = self.parts[index]
             self.aggregate.records(part.path, part.start, kept, evaluated)
@@ -176,7 +182,8 @@ class _Pool:
             self.head += 1
 
     def _died(self, worker: _Worker, context: Any) -> None:
-        """A worker ended without finishing its partition: the partition is one erred record; a new worker goes on."""
+        """A worker ended without finishing its partition: the partition is one erred record; a new
+        worker goes on."""
         index = worker.index
         assert index is not None
         part, code = self.parts[index], worker.process.exitcode or 0
@@ -185,8 +192,8 @@ class _Pool:
             if code < 0 and -code in signal.valid_signals()
             else f"exited with status {code}"
         )
-        error = RecordResult(f"{part.path}@{part.start}", None, "error", (),
-                             f"source: the worker process died while reading this partition ({how})")  # fmt: skip
+        message = f"source: the worker process died while reading this partition ({how})"
+        error = RecordResult(f"{part.path}@{part.start}", None, "error", (), message)
         self._batch(index, [error], 1)
         tally = Tally(error=1)
         self.held.setdefault(index, _Held()).tally = tally
@@ -197,7 +204,8 @@ class _Pool:
         self._advance()
 
     def _stop(self) -> None:
-        """End every worker: idle ones are told to, busy ones terminated, and any left after a grace period killed."""
+        """End every worker: idle ones are told to, busy ones terminated, and any left after a grace
+        period killed."""
         for worker in self.workers:
             try:
                 worker.conn.send(None) if worker.index is None else worker.process.terminate()
@@ -228,7 +236,8 @@ def _replayed(spool: IO[bytes] | None) -> Iterator[list[RecordResult]]:
 
 
 def _work(conn: Connection, spec: BulkSpec, parts: list[Partition]) -> None:
-    """A worker process: evaluate each partition the parent names, streaming batches back, until told to stop."""
+    """A worker process: evaluate each partition the parent names, streaming batches back, until
+    told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops its workers itself
     end_with_parent()  # mid-partition too, where the pipe is not read
     try:

@@ -1,4 +1,5 @@
-"""Results of bulk cases: one record's verdict, a partition's tally, and a case's counts and worst records.
+"""Results of bulk cases: one record's verdict, a partition's tally, and a case's counts and worst
+records.
 
 Workers send back compact ``RecordResult`` tuples (every record when the run writes them out with
 ``--records`` or ``--junit-each record``, else only each partition's first failing ones) and one
@@ -17,18 +18,19 @@ from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
 from ..errors import inline
-from ..frozen import frozen
 
 WORST = 20
 """How many failing records a bulk case's report lists (the first ones, in record order)."""
 LABELLED = ("never", "before")
-"""Checks counted apart by what their summary names (``never (refund_all)``); others by name alone."""
+"""Checks counted apart by what their summary names (``never (refund_all)``); others by name
+alone."""
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class RecordResult(NamedTuple):
-    """One record's verdict, as a worker sends it: ``key`` as the reader named the record, ``id`` from the case's
-    ``id`` JSONPath (``None``: named by its file and line), ``outcome`` passed, failed or error."""
+    """One record's verdict, as a worker sends it: ``key`` as the reader named the record, ``id``
+    from the case's ``id`` JSONPath (``None``: named by its file and line), ``outcome`` passed,
+    failed or error."""
 
     key: int | str
     id: str | None
@@ -48,7 +50,8 @@ class RecordLine(NamedTuple):
     score: float | None
 
     def to_dict(self, case: str | None = None) -> dict[str, Any]:
-        """The JSON shape of a ``--records`` line (with ``case``) or of a JSON report's worst record."""
+        """The JSON shape of a ``--records`` line (with ``case``) or of a JSON report's worst
+        record."""
         head = {"case": case} if case is not None else {}
         return {
             **head,
@@ -62,7 +65,8 @@ class RecordLine(NamedTuple):
 
 @dataclass
 class Tally:
-    """A partition's counts: records per outcome, failures per check label, the score sum, and the lines it read."""
+    """A partition's counts: records per outcome, failures per check label, the score sum, and the
+    lines it read."""
 
     lines: int = 0
     passed: int = 0
@@ -101,10 +105,11 @@ class Tally:
         return self.passed + self.failed + self.error
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class BulkSummary:
-    """A bulk case's verdict over every record: counts, failures per check, the first failing records, the mean
-    score, the share that must pass, and where the per-record lines went (``records_file``, byte span)."""
+    """A bulk case's verdict over every record: counts, failures per check, the first failing
+    records, the mean score, the share that must pass, and where the per-record lines went
+    (``records_file``, byte span)."""
 
     each: str
     files: int
@@ -133,7 +138,8 @@ class BulkSummary:
         )
 
     def message(self) -> str:
-        """One line: ``37 of 1,000,000 records failed: never (refund_all) 30, budget 7; 2 erred``."""
+        """One line:
+        ``37 of 1,000,000 records failed: never (refund_all) 30, budget 7; 2 erred``."""
         bad = self.failed + self.error
         rate = (
             f" ({self.share:.2%} passed, pass_rate {self.pass_rate:g})"
@@ -146,10 +152,11 @@ class BulkSummary:
         return line + (f"; {self.error:,} erred" if self.error else "")
 
     def details(self) -> str:
-        """The body: counts by check, then the first failing records with their one-line messages (record ids and
-        messages escaped by ``inline``: they come from the records)."""
-        lines = [f"records: {self.total:,} ({self.passed:,} passed, {self.failed:,} failed, {self.error:,} erred) "
-                 f"from {self.files:,} file{'s' if self.files != 1 else ''}"]  # fmt: skip
+        """The body: counts by check, then the first failing records with their one-line messages
+        (record ids and messages escaped by ``inline``: they come from the records)."""
+        counts = f"{self.passed:,} passed, {self.failed:,} failed, {self.error:,} erred"
+        files = f"{self.files:,} file{'s' if self.files != 1 else ''}"
+        lines = [f"records: {self.total:,} ({counts}) from {files}"]
         if self.by_check:
             width = max(len(label) for label, _ in self.by_check)
             lines += [
@@ -166,18 +173,30 @@ class BulkSummary:
             )
             ids = [inline(r.record) for r in self.worst]
             width = max(map(len, ids))
-            lines += ["", f"{head}:", *(f"  {rid.ljust(width)}  {r.outcome:<6}  {inline(r.message)}"
-                                        for rid, r in zip(ids, self.worst))]  # fmt: skip
+            lines += ["", f"{head}:"]
+            lines += (
+                f"  {rid.ljust(width)}  {r.outcome:<6}  {inline(r.message)}"
+                for rid, r in zip(ids, self.worst, strict=True)
+            )
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report's ``bulk`` object."""
-        return {"each": self.each, "files": self.files, "records": self.total, "passed": self.passed,
-                "failed": self.failed, "error": self.error, "passed_share": round(self.share, 6),
-                "pass_rate": self.pass_rate, "by_check": dict(self.by_check),
-                "worst": [r.to_dict() for r in self.worst],
-                "score": None if self.score is None else round(self.score, 6),
-                "engine": self.engine, "records_file": self.records_file}  # fmt: skip
+        return {
+            "each": self.each,
+            "files": self.files,
+            "records": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "error": self.error,
+            "passed_share": round(self.share, 6),
+            "pass_rate": self.pass_rate,
+            "by_check": dict(self.by_check),
+            "worst": [r.to_dict() for r in self.worst],
+            "score": None if self.score is None else round(self.score, 6),
+            "engine": self.engine,
+            "records_file": self.records_file,
+        }
 
 
 def labels_of(failures: Iterable[Any]) -> list[str]:
@@ -189,7 +208,8 @@ def labels_of(failures: Iterable[Any]) -> list[str]:
 
 
 class Aggregate:
-    """Takes partitions' results in order on the client: names the records, writes ``--records`` lines, counts."""
+    """Takes partitions' results in order on the client: names the records, writes ``--records``
+    lines, counts."""
 
     def __init__(
         self,
@@ -206,14 +226,14 @@ class Aggregate:
     def records(
         self, path: str, start: int, results: Iterable[RecordResult], evaluated: int = 0
     ) -> None:
-        """A batch of one partition's records (``path``, byte ``start``), in order; ``evaluated`` records were
-        read for it in all (the batch may hold only the failing ones)."""
+        """A batch of one partition's records (``path``, byte ``start``), in order; ``evaluated``
+        records were read for it in all (the batch may hold only the failing ones)."""
         offset = self.offsets.get(path, 0) if start else 0
         for result in results:
             if result.outcome == "passed" and self.sink is None:
                 continue
-            line = RecordLine(result.id or _default_id(path, offset, result.key), result.outcome, result.checks,
-                              result.message, result.score)  # fmt: skip
+            rid = result.id or _default_id(path, offset, result.key)
+            line = RecordLine(rid, result.outcome, result.checks, result.message, result.score)
             if self.sink is not None:
                 self.sink.write(_json_line(line.to_dict(self.case_id)))
             if result.outcome != "passed" and len(self.worst) < WORST:
@@ -223,7 +243,8 @@ class Aggregate:
             self.progress(self.seen)
 
     def finish(self, path: str, start: int, tally: Tally) -> None:
-        """A partition is done: its counts, and its lines for the line numbers of the file's next partition."""
+        """A partition is done: its counts, and its lines for the line numbers of the file's next
+        partition."""
         self.tally.merge(tally)
         self.offsets[path] = (self.offsets.get(path, 0) if start else 0) + tally.lines
 
@@ -231,13 +252,25 @@ class Aggregate:
         """The case's summary once every partition is in."""
         t = self.tally
         ranked = tuple(sorted(t.by_check.items(), key=lambda item: (-item[1], item[0])))
-        return BulkSummary(each, files, t.total, t.passed, t.failed, t.error, ranked, tuple(self.worst),
-                           t.score_sum / t.scored if t.scored else None, pass_rate, engine)  # fmt: skip
+        score = t.score_sum / t.scored if t.scored else None
+        return BulkSummary(
+            each,
+            files,
+            t.total,
+            t.passed,
+            t.failed,
+            t.error,
+            ranked,
+            tuple(self.worst),
+            score=score,
+            pass_rate=pass_rate,
+            engine=engine,
+        )
 
 
 def _json_line(data: dict[str, Any]) -> str:
-    """One ``--records`` line: UTF-8 JSON, or escaped ASCII when some string holds a lone surrogate (which UTF-8
-    cannot carry; ``\\ud800`` reads back the same), as the JSON report writes it."""
+    """One ``--records`` line: UTF-8 JSON, or escaped ASCII when some string holds a lone surrogate
+    (which UTF-8 cannot carry; ``\\ud800`` reads back the same), as the JSON report writes it."""
     text = json.dumps(data, ensure_ascii=False, default=str)
     if _LONE_SURROGATE.search(text):
         text = json.dumps(data, ensure_ascii=True, default=str)
@@ -245,7 +278,8 @@ def _json_line(data: dict[str, Any]) -> str:
 
 
 def _default_id(path: str, offset: int, key: int | str) -> str:
-    """A record named by where it is: ``file:line`` for a JSONL line, its number for a document of an iterable."""
+    """A record named by where it is: ``file:line`` for a JSONL line, its number for a document of
+    an iterable."""
     if isinstance(key, str):
         return key
     return f"{path}:{offset + key}" if path else str(offset + key)

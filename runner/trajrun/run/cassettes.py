@@ -1,11 +1,13 @@
-"""Cassettes: a live case's model traffic recorded to a YAML file and replayed from it (``source: {cassette: …}``).
+"""Cassettes: a live case's model traffic recorded to a YAML file and replayed from it
+(``source: {cassette: …}``).
 
 A live source with a cassette, or with ``capture: wire``, runs its agent through the model proxy
-(``sources.proxy``). ``TRAJRUN_CASSETTES`` (``trajrun run --cassettes``) says what happens to the cassette:
-``auto`` (the default) replays it when it exists and records it otherwise, ``record`` always calls the model
-and rewrites it, ``replay`` never calls the model (a missing cassette is an error), ``off`` calls the model
-and leaves the cassette alone. A cassette lies inside the suite's project (as golden files do); it is
-written atomically, only after a run whose traffic went through whole.
+(``sources.proxy``). ``TRAJRUN_CASSETTES`` (``trajrun run --cassettes``) says what happens to the
+cassette: ``auto`` (the default) replays it when it exists and records it otherwise, ``record``
+always calls the model and rewrites it, ``replay`` never calls the model (a missing cassette is an
+error), ``off`` calls the model and leaves the cassette alone. A cassette lies inside the suite's
+project (as golden files do); it is written atomically, only after a run whose traffic went through
+whole.
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ _REQUEST_KEYS, _RESPONSE_KEYS, _EVENT_KEYS = (
 
 
 def cassette_mode() -> str:
-    """``TRAJRUN_CASSETTES``: ``auto`` when unset; anything but a mode is an error naming the modes."""
+    """``TRAJRUN_CASSETTES``: ``auto`` when unset; anything but a mode is an error naming the
+    modes."""
     mode = os.environ.get(CASSETTES_VAR, "").strip().lower() or "auto"
     if mode not in MODES:
         raise SourceError(
-            f"{CASSETTES_VAR} must be one of {', '.join(MODES)}, found '{inline(mode)}'; fix or unset it"
+            f"{CASSETTES_VAR} must be one of {', '.join(MODES)}, found '{inline(mode)}'; "
+            "fix or unset it"
         )
     return mode
 
@@ -60,9 +64,9 @@ def model_traffic(
     origin: str,
     notes: list[str],
 ) -> tuple[Any, list[Exchange]]:
-    """Run the agent (``run`` gets the variables to add to its environment) through the model proxy, recording or
-    replaying its cassette as the mode says; what the agent returned, and the run's exchanges. A cassette
-    recorded adds a note to ``notes``."""
+    """Run the agent (``run`` gets the variables to add to its environment) through the model proxy,
+    recording or replaying its cassette as the mode says; what the agent returned, and the run's
+    exchanges. A cassette recorded adds a note to ``notes``."""
     mode = cassette_mode() if source.cassette is not None else "off"
     path = (
         cassette_path(source.cassette, case, folder, origin)
@@ -83,40 +87,48 @@ def model_traffic(
     if mode == "record":
         assert path is not None
         write_cassette(path, exchanges, case, origin)
-        notes.append(
-            f"cassette recorded: {path} ({len(exchanges)} exchange{'s' if len(exchanges) != 1 else ''})"
-        )
+        count = f"{len(exchanges)} exchange{'s' if len(exchanges) != 1 else ''}"
+        notes.append(f"cassette recorded: {path} ({count})")
     return value, exchanges
 
 
 def cassette_path(template: str, case: str, folder: Path, origin: str) -> Path:
-    """The cassette of ``case``: ``template`` with ``{case}`` made a file name, against the suite's ``folder``;
-    one that resolves outside the suite's project is an error."""
+    """The cassette of ``case``: ``template`` with ``{case}`` made a file name, against the suite's
+    ``folder``; one that resolves outside the suite's project is an error."""
     name = _UNSAFE.sub("-", case).strip("-.") or "case"
     path = folder / template.replace("{case}", name)
     resolved = path.resolve()
     project = project_root(folder)
     if not resolved.is_relative_to(project):
-        raise SourceError(f"cassette {path} resolves to {resolved}, outside the suite's project {project} (the "
-                          f"nearest folder up holding {' or '.join(PROJECT_MARKERS)}, else the suite's folder); "
-                          "put the cassette inside the project", origin)  # fmt: skip
+        raise SourceError(
+            f"cassette {path} resolves to {resolved}, outside the suite's project {project} (the "
+            f"nearest folder up holding {' or '.join(PROJECT_MARKERS)}, else the suite's "
+            "folder); put the cassette inside the project",
+            origin,
+        )
     return path
 
 
 def load_cassette(path: Path, origin: str) -> list[Exchange]:
-    """The exchanges of a cassette file; a missing, unreadable or malformed one is an error saying where and how
-    to fix it."""
+    """The exchanges of a cassette file; a missing, unreadable or malformed one is an error saying
+    where and how to fix it."""
     if not path.exists():
-        raise SourceError(f"cassette {path} does not exist and --cassettes replay records nothing; record it with "
-                          "`trajrun run --cassettes record` (the agent then calls the model)", origin)  # fmt: skip
+        raise SourceError(
+            f"cassette {path} does not exist and --cassettes replay records nothing; record it "
+            "with `trajrun run --cassettes record` (the agent then calls the model)",
+            origin,
+        )
     other = special_kind(path)
     if other is not None:
         raise SourceError(f"cassette {path} is {other}, not a file; {RECORD}", origin)
     try:
         size = path.stat().st_size
         if size > max_source_bytes():
-            raise SourceError(f"cassette {path} is {size:,} bytes, more than {max_source_bytes():,}, the limit on one "
-                              f"source; set {MAX_SOURCE_BYTES_VAR} to a larger number of bytes", origin)  # fmt: skip
+            raise SourceError(
+                f"cassette {path} is {size:,} bytes, more than {max_source_bytes():,}, the limit "
+                f"on one source; set {MAX_SOURCE_BYTES_VAR} to a larger number of bytes",
+                origin,
+            )
         text = decode_utf8(path.read_bytes())
         loaded = load_text(text)
     except OSError as exc:
@@ -142,7 +154,8 @@ def _problem(data: Any) -> tuple[tuple[str | int, ...], str] | None:
     ):
         return (
             (),
-            f"a cassette is a map with version: {VERSION} and exchanges (a list), found {kind(data)}",
+            f"a cassette is a map with version: {VERSION} and exchanges (a list), "
+            f"found {kind(data)}",
         )
     for i, exchange in enumerate(data["exchanges"]):
         at: tuple[str | int, ...] = ("exchanges", i)
@@ -223,10 +236,15 @@ def _keys(value: Any) -> str:
 
 
 def write_cassette(path: Path, exchanges: list[Exchange], case: str, origin: str) -> None:
-    """Write the cassette of ``case`` atomically (one writer at a time per folder; a failure keeps the old file)."""
-    text = (f"# The model traffic of case '{inline(case)}', recorded by trajrun. `trajrun run` replays it;\n"
-            "# `trajrun run --cassettes record` records it again. No header, so no key, is ever written.\n"
-            f"{dump_yaml({'version': VERSION, 'exchanges': exchanges})}")  # fmt: skip
+    """Write the cassette of ``case`` atomically (one writer at a time per folder; a failure keeps
+    the old file)."""
+    text = (
+        f"# The model traffic of case '{inline(case)}', recorded by trajrun. "
+        "`trajrun run` replays it;\n"
+        "# `trajrun run --cassettes record` records it again. "
+        "No header, so no key, is ever written.\n"
+        f"{dump_yaml({'version': VERSION, 'exchanges': exchanges})}"
+    )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with folder_lock(path.parent):

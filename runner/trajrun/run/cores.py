@@ -1,6 +1,8 @@
-"""How many worker processes ``-j`` may start: one per usable core for ``-j auto``, at most ``JOBS_PER_CORE`` per core.
+"""How many worker processes ``-j`` may start: one per usable core for ``-j auto``, at most
+``JOBS_PER_CORE`` per core.
 
-Kept apart from the pool (``workers``, which brings multiprocessing) so a serial run never imports the pool."""
+Kept apart from the pool (``workers``, which brings multiprocessing) so a serial run never imports
+the pool."""
 
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ class DaskEngine:
         tag, window = uuid.uuid4().hex[:8], max(1, len(began)) * (1 + AHEAD)
         keys = [f"trajrun-{tag}-{index}" for index in range(len(parts))]
         pending: deque[tuple[Partition, Any]] = deque()
-        todo = iter(zip(parts, keys))
+        todo = iter(zip(parts, keys, strict=True))
         try:
             while True:
                 while len(pending) < window and (item := next(todo, None)) is not None:
@@ -189,7 +189,7 @@ def installed() -> str | None:
 def _dashboard(client: Any) -> str | None:
     """The scheduler's dashboard link, when it serves one."""
     try:
-        return client.dashboard_link  # type: ignore[no-any-return]
+        return client.dashboard_link
     except (KeyError, AttributeError):
         return None
 
@@ -228,9 +228,10 @@ def evaluate_task(spec: BulkSpec, part: Partition) -> tuple[list[RecordResult], 
 
 
 def _outcome(part: Partition, future: Any) -> tuple[list[RecordResult], Tally]:
-    """A task's records and tally; a task that failed (its worker died too often) is one erred record."""
+    """A task's records and tally; a task that failed (its worker died too often) is one erred
+    record."""
     try:
-        return future.result()  # type: ignore[no-any-return]
+        return future.result()
     except Exception as exc:  # noqa: BLE001 - a lost partition must not end the case
         error = RecordResult(
             f"{part.path}@{part.start}",
@@ -250,7 +251,8 @@ def dask_config() -> Any:
 
 
 def evaluate_bag(spec: BulkSpec, bag: Any) -> Iterator[tuple[list[RecordResult], Tally]]:
-    """A ``dask.bag`` of documents evaluated partition by partition on whatever scheduler it uses, in order."""
+    """A ``dask.bag`` of documents evaluated partition by partition on whatever scheduler it uses,
+    in order."""
     import dask  # deferred: an optional extra
 
     task = dask.delayed(evaluate_documents, pure=False)

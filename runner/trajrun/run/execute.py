@@ -8,11 +8,11 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import SourceError, SuiteErrors, TrajrunError, exception_line, exception_trace, inline
-from ..frozen import frozen
 from ..match.evaluate import evaluate
 from ..match.expectation import ORDERED_MODES, UNSET, Expectation
 from ..match.failed import failed_calls, left_out_note, mark_errors, without_failed
@@ -23,17 +23,19 @@ from ..suites.golden import dump_steps, load_golden, write_golden
 from ..suites.model import Case, Source, Suite
 from ..trajectory import Trajectory
 from .judge import SKIPPED, Judge, default_judge
-from .results import CaseResult
+from .results import CaseResult, RepeatRun, Repeats
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
 TRACEBACK_VAR = "TRAJRUN_TRACEBACK"
-"""Set to 1 to put an internal error's traceback in its case's details (``trajrun run`` keeps it out by default)."""
+"""Set to 1 to put an internal error's traceback in its case's details (``trajrun run`` keeps it out
+by default)."""
 
 
 class ReaderCrash(SourceError):
-    """An unexpected exception while reading a source (a trajrun bug), as a case error; ``trace`` is its traceback."""
+    """An unexpected exception while reading a source (a trajrun bug), as a case error; ``trace`` is
+    its traceback."""
 
     def __init__(self, exc: Exception, origin: str) -> None:
         last = exception_line(exc)
@@ -43,7 +45,8 @@ class ReaderCrash(SourceError):
 
 @contextlib.contextmanager
 def _reading(origin: str) -> Iterator[None]:
-    """Any exception but trajrun's own errors becomes a ``ReaderCrash``, so one case errs, not the whole run."""
+    """Any exception but trajrun's own errors becomes a ``ReaderCrash``, so one case errs, not the
+    whole run."""
     try:
         yield
     except TrajrunError:
@@ -53,13 +56,15 @@ def _reading(origin: str) -> Iterator[None]:
 
 
 UNCOUNTED_KEPT = 256
-"""How many sources of cases ``SourceCache.expect`` did not count (a streamed suite file's, pytest's) stay cached."""
+"""How many sources of cases ``SourceCache.expect`` did not count (a streamed suite file's,
+pytest's) stay cached."""
 
 
 class SourceCache:
-    """Reads each file source once per run, however many cases name it (errors are cached too). Sources of the
-    cases ``expect`` counted leave it once the last of those cases has read them (``done``); of the others, the
-    ``UNCOUNTED_KEPT`` used last stay, so memory stays bounded when no one knows which cases come next."""
+    """Reads each file source once per run, however many cases name it (errors are cached too).
+    Sources of the cases ``expect`` counted leave it once the last of those cases has read them
+    (``done``); of the others, the ``UNCOUNTED_KEPT`` used last stay, so memory stays bounded when
+    no one knows which cases come next."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[Any, ...], Trajectory | SourceError] = {}
@@ -71,7 +76,7 @@ class SourceCache:
         if source.file is None:
             with _reading("inline messages"):
                 return _read(source.messages, source, "inline messages")
-        key = _cache_key(source)
+        key = file_key(source)
         if key not in self._cache:
             try:
                 with _reading(str(source.file)):
@@ -87,14 +92,15 @@ class SourceCache:
             except SourceError as exc:
                 self._cache[key] = exc
         if key not in self._uses:
-            self._used_uncounted(key)  # type: ignore[arg-type]
+            self._used_uncounted(key)
         hit = self._cache[key]
         if isinstance(hit, SourceError):
             raise hit
         return hit
 
     def _used_uncounted(self, key: tuple[Any, ...]) -> None:
-        """Mark an uncounted source as used last; past ``UNCOUNTED_KEPT`` of them, drop the one used longest ago."""
+        """Mark an uncounted source as used last; past ``UNCOUNTED_KEPT`` of them, drop the one used
+        longest ago."""
         recent = self._recent
         recent.pop(key, None)
         recent[key] = None
@@ -123,9 +129,15 @@ class SourceCache:
 
 
 def _cache_key(source: Source | None) -> tuple[Any, ...] | None:
-    """What makes two file sources the same read; ``None`` for a source the cache never reads (inline, live, bulk)."""
+    """The key ``expect`` and ``done`` count a source under (``file_key``); ``None`` for a source
+    the cache never reads (inline, live, bulk)."""
     if source is None or source.file is None or source.each is not None or source.live:
         return None
+    return file_key(source)
+
+
+def file_key(source: Source) -> tuple[Any, ...]:
+    """What makes two file sources the same read: the file and how it is read."""
     return (
         source.file,
         source.format,
@@ -140,8 +152,9 @@ def _cache_key(source: Source | None) -> tuple[Any, ...] | None:
 def live_trajectory(
     source: Source, folder: Path, case: str = "", notes: list[str] | None = None
 ) -> Trajectory:
-    """Run a live source once and read what it returned; with a cassette or ``capture: wire``, through the model
-    proxy (``case`` names the cassette; a note on what became of it goes to ``notes``)."""
+    """Run a live source once and read what it returned; with a cassette or ``capture: wire``,
+    through the model proxy (``case`` names the cassette; a note on what became of it goes to
+    ``notes``)."""
     origin = source.command if source.command is not None else str(source.python)
     with _reading(origin):
         if source.cassette is None and source.capture != "wire":
@@ -165,8 +178,9 @@ def live_trajectory(
 
 
 def _live_document(source: Source, folder: Path, env: Mapping[str, str]) -> Any:
-    """What the command printed, or what the function returned (``env`` added to its environment); with
-    ``capture: otlp``, the spans it exported; with ``capture: wire``, None (the run is in its traffic)."""
+    """What the command printed, or what the function returned (``env`` added to its environment);
+    with ``capture: otlp``, the spans it exported; with ``capture: wire``, None (the run is in its
+    traffic)."""
     if source.capture == "otlp":
         from ..sources.otlp import (
             capture_spans,
@@ -180,8 +194,8 @@ def _live_document(source: Source, folder: Path, env: Mapping[str, str]) -> Any:
 
 
 def _run_agent(source: Source, folder: Path, env: Mapping[str, str], captured: bool) -> Any:
-    """Run the command or call the function with ``env`` added to its environment; when the run is ``captured``
-    elsewhere, its output is not read."""
+    """Run the command or call the function with ``env`` added to its environment; when the run is
+    ``captured`` elsewhere, its output is not read."""
     from ..sources.live import (
         call_python,
         run_command,
@@ -196,13 +210,14 @@ def _run_agent(source: Source, folder: Path, env: Mapping[str, str], captured: b
 
 
 def _read(doc: Any, source: Source, origin: str) -> Trajectory:
-    """A document already in hand (inline, or a live source's output), through ``select`` and the reader."""
+    """A document already in hand (inline, or a live source's output), through ``select`` and the
+    reader."""
     if source.select:
         doc = apply_select(doc, source.select, origin)
     return read_trajectory(doc, source.format, origin=origin, traces=source.traces)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Attempt:
     """One evaluation of a case on one run of its source."""
 
@@ -225,7 +240,8 @@ def run_case(
 
 
 class PendingCase:
-    """A case whose source was read and rule checks evaluated, and whose judge checks may still be running."""
+    """A case whose source was read and rule checks evaluated, and whose judge checks may still be
+    running."""
 
     def __init__(
         self,
@@ -258,7 +274,7 @@ class PendingCase:
         if self._result is None:
             verdicts = [v.result() if v is not None else None for v in self.verdicts]
             attempts = (
-                [_judged(a, v) for a, v in zip(self.attempts, verdicts)]
+                [_judged(a, v) for a, v in zip(self.attempts, verdicts, strict=True)]
                 if verdicts
                 else list(self.attempts)
             )
@@ -275,7 +291,8 @@ def start_case(
     update_golden: bool = False,
     judge: Judge | None = None,
 ) -> PendingCase:
-    """Read the case's source and evaluate its rule checks now; its judge checks go on in ``judge``'s threads."""
+    """Read the case's source and evaluate its rule checks now; its judge checks go on in
+    ``judge``'s threads."""
     started = time.perf_counter()
     base = CaseResult(case_id, suite.name, case.name, str(suite.path), case.loc.line, "skipped")
     if case.skip is not None:
@@ -297,7 +314,8 @@ def start_case(
 def _submit(
     case: Case, suite: Suite, attempt: Attempt, judge: Judge | None
 ) -> Future[JudgeVerdict] | None:
-    """Start the judge on one attempt's run (none without a run); the reference is the steps as checked."""
+    """Start the judge on one attempt's run (none without a run); the reference is the steps as
+    checked."""
     spec = case.expect.judge
     if spec is None or attempt.trajectory is None:
         return None
@@ -308,7 +326,8 @@ def _submit(
 
 
 def _judged(attempt: Attempt, verdict: JudgeVerdict | None) -> Attempt:
-    """The attempt with the judge among its checks: an error errs, a score under the threshold fails."""
+    """The attempt with the judge among its checks: an error errs, a score under the threshold
+    fails."""
     if verdict is None:
         return attempt
     evaluation = attempt.evaluation
@@ -317,7 +336,8 @@ def _judged(attempt: Attempt, verdict: JudgeVerdict | None) -> Attempt:
         errors += (f"judge: {verdict.error}",)
     elif verdict.passed is False:
         who = f" ({verdict.model})" if verdict.model else ""
-        detail = f"reasoning{who}: {inline(verdict.reasoning)}"  # the judge's text, one line of the details
+        # the judge's text, one line of the details
+        detail = f"reasoning{who}: {inline(verdict.reasoning)}"
         failures += (
             CheckFailure("judge", f"score {verdict.score:.2f} < {verdict.threshold:.2f}", detail),
         )
@@ -326,7 +346,8 @@ def _judged(attempt: Attempt, verdict: JudgeVerdict | None) -> Attempt:
 
 
 def _judge_skipped(case: Case, result: CaseResult) -> CaseResult:
-    """``--no-judge``: never a pass. A case whose only check is the judge is skipped; others say so in a note."""
+    """``--no-judge``: never a pass. A case whose only check is the judge is skipped; others say so
+    in a note."""
     verdict = result.evaluation.judge if result.evaluation else None
     if verdict is None or verdict.skipped is None or case.expect.judge is None:
         return result
@@ -372,7 +393,8 @@ def _attempt(case: Case, folder: Path, cache: SourceCache, update_golden: bool) 
 
 
 def _trace_details(trace: str) -> str:
-    """An internal error's details: its traceback when ``TRAJRUN_TRACEBACK`` is set, else how to see it."""
+    """An internal error's details: its traceback when ``TRAJRUN_TRACEBACK`` is set, else how to see
+    it."""
     if os.environ.get(TRACEBACK_VAR, "").strip() not in ("", "0"):
         return trace
     return f"set {TRACEBACK_VAR}=1 to see the traceback here"
@@ -411,7 +433,10 @@ def _noted(expect: Expectation, traj: Trajectory) -> tuple[Evaluation, str | Non
 
 def _missing_golden(path: Path) -> str:
     """The case error for a golden file that does not exist yet."""
-    return f"golden file {path} does not exist; run `trajrun run --update-golden` to record it from this run"
+    return (
+        f"golden file {path} does not exist; "
+        "run `trajrun run --update-golden` to record it from this run"
+    )
 
 
 def _with_golden(expect: Expectation, path: Path) -> Expectation:
@@ -423,9 +448,9 @@ def _with_golden(expect: Expectation, path: Path) -> Expectation:
 
 
 def _write_golden(path: Path, traj: Trajectory, verb: str, expect: Expectation) -> str:
-    """Write the run's steps as the golden file (atomic; a failure keeps the old file); returns the note.
-    Parallel groups only under a mode that reads them (the others make a group an error); no failed
-    call where the case leaves them out."""
+    """Write the run's steps as the golden file (atomic; a failure keeps the old file); returns the
+    note. Parallel groups only under a mode that reads them (the others make a group an error); no
+    failed call where the case leaves them out."""
     kept = without_failed(traj) if expect.failed_calls == "ignore" else traj
     write_golden(path, dump_steps(kept, parallel=expect.mode in ORDERED_MODES))
     return f"golden file {verb}: {path}"
@@ -448,6 +473,7 @@ def _result(case: Case, base: CaseResult, attempts: list[Attempt], duration: flo
         notes=tuple(n for a in attempts for n in a.notes),
         details="\n\n".join(part for part in (evaluation.details(), last.details) if part),
         check_type=evaluation.failures[0].check if evaluation.failures else None,
+        repeats=_repeats(attempts) if case.repeat is not None else None,
     )
     return _outcome(case, result, evaluation)
 
@@ -472,7 +498,8 @@ def _outcome(case: Case, result: CaseResult, evaluation: Evaluation) -> CaseResu
 
 
 def _repeat_evaluation(case: Case, attempts: list[Attempt]) -> Evaluation:
-    """``repeat``: the case passes when ``pass_rate`` of the runs pass; an error only when all err."""
+    """``repeat``: the case passes when ``pass_rate`` of the runs pass; an error only when all
+    err."""
     passed = sum(a.evaluation.passed for a in attempts)
     scores = [a.evaluation.score for a in attempts if a.evaluation.score is not None]
     mean = sum(scores) / len(scores) if scores else None
@@ -496,3 +523,31 @@ def _repeat_evaluation(case: Case, attempts: list[Attempt]) -> Evaluation:
         steps=failing.steps,
         judge=judge,
     )
+
+
+def _repeats(attempts: list[Attempt]) -> Repeats:
+    """Each run's own outcome, message and score, and the checks that flipped between runs."""
+    evaluations = [a.evaluation for a in attempts]
+    each = tuple(RepeatRun(_run_outcome(e), e.message(), e.score) for e in evaluations)
+    return Repeats(each, _flipped(evaluations))
+
+
+def _run_outcome(evaluation: Evaluation) -> Literal["passed", "failed", "error"]:
+    """One run's outcome: an error when a check could not be evaluated, else failed or passed."""
+    if evaluation.errors:
+        return "error"
+    return "failed" if evaluation.failures else "passed"
+
+
+def _flipped(evaluations: list[Evaluation]) -> tuple[str, ...]:
+    """The checks that failed in some runs and held in others, in the order first seen (a run that
+    erred is left out: its checks may not have been evaluated); ``error`` when only some runs
+    erred."""
+    judged = [e.failures for e in evaluations if not e.errors]
+    failing = [{f.check for f in failures} for failures in judged]
+    seen = dict.fromkeys(f.check for failures in judged for f in failures)
+    flipped = [check for check in seen if not all(check in failed for failed in failing)]
+    erred = sum(1 for e in evaluations if e.errors)
+    if 0 < erred < len(evaluations):
+        flipped.append("error")
+    return tuple(flipped)

@@ -1,11 +1,11 @@
-"""The LLM judge of ``judge:`` checks: a prompt built from the run, one chat-completions request (``judge_http``:
-one deadline, bounded size), and a strict reading of the answer.
+"""The LLM judge of ``judge:`` checks: a prompt built from the run, one chat-completions request
+(``judge_http``: one deadline, bounded size), and a strict reading of the answer.
 
-Requests run in a thread pool (``--judge-concurrency``), so they overlap the rest of the run; each is retried
-with backoff on 408, 409, 429, 5xx, timeouts and dropped connections. Answers are kept in an on-disk cache
-keyed by model, prompt and parameters, so an unchanged run asks nothing. The check itself is data
-(``trajrun.match.expectation.JudgeSpec``); only this module talks to a model. The key and any credentials
-in the URL are redacted from every message the judge keeps.
+Requests run in a thread pool (``--judge-concurrency``), so they overlap the rest of the run; each
+is retried with backoff on 408, 409, 429, 5xx, timeouts and dropped connections. Answers are kept in
+an on-disk cache keyed by model, prompt and parameters, so an unchanged run asks nothing. The check
+itself is data (``trajrun.match.expectation.JudgeSpec``); only this module talks to a model. The key
+and any credentials in the URL are redacted from every message the judge keeps.
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TrajrunError, exception_line
 from ..files import FileWriteError, atomic_write
-from ..frozen import frozen
 from ..match.expectation import ANY_ARGS, JudgeSpec, Step
 from ..match.values import render_value
 from ..match.verdict import JudgeVerdict
@@ -42,10 +41,11 @@ ACCOUNT_HEADERS = (
     ("OPENAI_ORG_ID", "OpenAI-Organization"),
     ("OPENAI_PROJECT_ID", "OpenAI-Project"),
 )
-"""Variables sent as headers beside ``OPENAI_API_KEY`` (as the OpenAI SDK does), never with a suite's key."""
+"""Variables sent as headers beside ``OPENAI_API_KEY`` (as the OpenAI SDK does), never with a
+suite's key."""
 MAX_VALUE = 2000
-"""Characters of one call's arguments or result in the prompt (cut with ``…``), so one huge result cannot
-crowd out the rest of the run."""
+"""Characters of one call's arguments or result in the prompt (cut with ``…``), so one huge result
+cannot crowd out the rest of the run."""
 MAX_RAW = 500
 """Characters of a malformed answer shown in the check's error."""
 MAX_MESSAGE = 200
@@ -55,8 +55,8 @@ MAX_CACHE_FILE = 8 * 1024 * 1024
 MAX_PAUSE = 60.0
 """The longest pause before a retry, a server's ``Retry-After`` included."""
 MIN_SECRET = 4
-"""Shorter keys and passwords (``x``, ``sk``) are placeholders, not secrets: left in messages, whose words
-would otherwise be cut up."""
+"""Shorter keys and passwords (``x``, ``sk``) are placeholders, not secrets: left in messages, whose
+words would otherwise be cut up."""
 REDACTED = "***"
 RETRIED_STATUS = (408, 409, 429)
 """HTTP statuses worth asking again (with every 5xx): the server is busy, not saying no."""
@@ -73,13 +73,15 @@ MODE_WORDS = {
 
 
 class JudgeProblem(TrajrunError):
-    """Why a judge check has no score: no model or key, the endpoint failed, or the answer does not read."""
+    """Why a judge check has no score: no model or key, the endpoint failed, or the answer does not
+    read."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class JudgeOptions:
-    """How a run treats ``judge:`` checks: ``--no-judge``, ``--judge-cache DIR`` (``None``: no cache) and
-    ``--judge-concurrency N``. ``backoff`` is the pause before the first retry in seconds (doubling, jittered)."""
+    """How a run treats ``judge:`` checks: ``--no-judge``, ``--judge-cache DIR`` (``None``: no
+    cache) and ``--judge-concurrency N``. ``backoff`` is the pause before the first retry in seconds
+    (doubling, jittered)."""
 
     enabled: bool = True
     cache: Path | None = Path(CACHE_FOLDER)
@@ -87,11 +89,12 @@ class JudgeOptions:
     backoff: float = 1.0
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Endpoint:
-    """Where one judge request goes and how: the case's model, else the suite's ``judge_defaults``, else the
-    environment. ``base_url`` ``None`` is the OpenAI API; ``api_key`` ``None`` sends no key (a suite's
-    loopback server); ``account`` holds the environment's organization and project headers."""
+    """Where one judge request goes and how: the case's model, else the suite's ``judge_defaults``,
+    else the environment. ``base_url`` ``None`` is the OpenAI API; ``api_key`` ``None`` sends no key
+    (a suite's loopback server); ``account`` holds the environment's organization and project
+    headers."""
 
     model: str
     base_url: str | None
@@ -103,8 +106,10 @@ class Endpoint:
 
     @property
     def where(self) -> str:
-        """``judge gpt-4o-mini at http://127.0.0.1:8000/v1``, for messages (credentials in the URL as ``***``)."""
-        return f"judge {self.model} at {shown_url(self.base_url) if self.base_url else 'the OpenAI API'}"
+        """``judge gpt-4o-mini at http://127.0.0.1:8000/v1``, for messages (credentials in the URL
+        as ``***``)."""
+        at = shown_url(self.base_url) if self.base_url else "the OpenAI API"
+        return f"judge {self.model} at {at}"
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -122,8 +127,8 @@ class Endpoint:
         return text
 
     def headers(self) -> dict[str, str]:
-        """The request's headers: credentials in the URL go as HTTP Basic (as curl and httpx send them), else
-        the key as a Bearer token."""
+        """The request's headers: credentials in the URL go as HTTP Basic (as curl and httpx send
+        them), else the key as a Bearer token."""
         from . import judge_http  # deferred: only runs with judge checks need it
 
         headers = {
@@ -153,10 +158,12 @@ def shown_url(url: str) -> str:
 def endpoint(
     spec: JudgeSpec, settings: JudgeSettings, environ: Mapping[str, str] = os.environ
 ) -> Endpoint:
-    """The endpoint of one check; raises ``JudgeProblem`` naming what to set when the model or key is missing.
+    """The endpoint of one check; raises ``JudgeProblem`` naming what to set when the model or key
+    is missing.
 
-    A key from the environment goes only to the environment's base URL (or the OpenAI API): a suite that
-    names its own ``base_url`` reaches it with its own ``api_key`` or ``api_key_env``, or with no key at all.
+    A key from the environment goes only to the environment's base URL (or the OpenAI API): a suite
+    that names its own ``base_url`` reaches it with its own ``api_key`` or ``api_key_env``, or with
+    no key at all.
     """
     from . import judge_http  # deferred: only runs with judge checks need it
 
@@ -208,7 +215,8 @@ def _account(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 def _header_safe(value: str) -> bool:
-    """Whether ``value`` is visible ASCII, all an HTTP header can carry without being cut or refused."""
+    """Whether ``value`` is visible ASCII, all an HTTP header can carry without being cut or
+    refused."""
     return all(33 <= ord(c) <= 126 for c in value)
 
 
@@ -223,8 +231,8 @@ def _unfit(name: str) -> JudgeProblem:
 def _suite_key(
     settings: JudgeSettings, environ: Mapping[str, str], model: str
 ) -> tuple[str | None, str]:
-    """The key the suite names (``api_key_env`` or ``api_key``) and where it came from; ``None`` when it names
-    none. A named variable that is unset or empty raises ``JudgeProblem``."""
+    """The key the suite names (``api_key_env`` or ``api_key``) and where it came from; ``None``
+    when it names none. A named variable that is unset or empty raises ``JudgeProblem``."""
     if settings.api_key_env:
         key = environ.get(settings.api_key_env, "").strip()
         if not key:
@@ -243,13 +251,14 @@ def _suite_key(
     return None, ""
 
 
-# -- the prompt --------------------------------------------------------------------------------------
+# -- the prompt ------------------------------------------------------------------------------------
 
 
 def build_messages(
     spec: JudgeSpec, traj: Trajectory, steps: Sequence[Step] | None, mode: str
 ) -> list[dict[str, str]]:
-    """The chat messages of one check: the fixed instructions, then the rubric, the run, the answer, the reference."""
+    """The chat messages of one check: the fixed instructions, then the rubric, the run, the answer,
+    the reference."""
     turns: dict[int, list[dict[str, Any]]] = {}
     for call in traj.calls:
         turns.setdefault(call.turn, []).append(
@@ -277,7 +286,8 @@ def build_messages(
 
 
 def _outcome(call: ToolCall) -> str:
-    """What a call returned, for the prompt: text as it is, anything else as compact JSON; cut past ``MAX_VALUE``."""
+    """What a call returned, for the prompt: text as it is, anything else as compact JSON; cut past
+    ``MAX_VALUE``."""
     if not call.has_result:
         return "returned: (not recorded)"
     text = call.result if isinstance(call.result, str) else render_value(call.result, MAX_VALUE)
@@ -286,7 +296,8 @@ def _outcome(call: ToolCall) -> str:
 
 
 def _step_text(step: Step) -> str:
-    """``search {"q":"x"}``; a step with any arguments reads ``search (any arguments)``; matchers as ``<regex 'x'>``."""
+    """``search {"q":"x"}``; a step with any arguments reads ``search (any arguments)``; matchers as
+    ``<regex 'x'>``."""
     args = "(any arguments)" if step.args is ANY_ARGS else render_value(step.args, MAX_VALUE)
     return f"{step.name} {args}"
 
@@ -309,14 +320,14 @@ def _template(name: str) -> Any:
     return env.from_string(text)
 
 
-# -- the answer --------------------------------------------------------------------------------------
+# -- the answer ------------------------------------------------------------------------------------
 
 
 def parse_answer(text: str) -> tuple[float, str]:
     """The score and reasoning of an answer that is exactly ``{"score": 0..1, "reasoning": "..."}``.
 
-    Anything else (prose, a fenced block, other keys, a score out of range) raises ``JudgeProblem`` that
-    shows the raw text, since a guess at what the model meant would be a silent pass or fail.
+    Anything else (prose, a fenced block, other keys, a score out of range) raises ``JudgeProblem``
+    that shows the raw text, since a guess at what the model meant would be a silent pass or fail.
     """
     problem, data = _answer_problem(text)
     if problem:
@@ -357,7 +368,7 @@ def _score_problem(score: Any) -> str | None:
     return None
 
 
-# -- the cache ---------------------------------------------------------------------------------------
+# -- the cache -------------------------------------------------------------------------------------
 
 
 def cache_key(ep: Endpoint, messages: list[dict[str, str]]) -> str:
@@ -379,8 +390,9 @@ def cache_key(ep: Endpoint, messages: list[dict[str, str]]) -> str:
 class AnswerCache:
     """Judge answers on disk, one small JSON file per request key under ``<folder>/judge/``.
 
-    The folder is made on the first answer written, with a ``.gitignore`` that ignores it all. A file that
-    cannot be read is a miss; one that cannot be written is skipped (the answer still counts).
+    The folder is made on the first answer written, with a ``.gitignore`` that ignores it all. A
+    file that cannot be read is a miss; one that cannot be written is skipped (the answer still
+    counts).
     """
 
     def __init__(self, folder: Path) -> None:
@@ -391,7 +403,8 @@ class AnswerCache:
         return self.folder / "judge" / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> tuple[float, str] | None:
-        """A cached ``(score, reasoning)``, or ``None`` (also for a file that is not a valid answer)."""
+        """A cached ``(score, reasoning)``, or ``None`` (also for a file that is not a valid
+        answer)."""
         path = self._path(key)
         try:
             if path.stat().st_size > MAX_CACHE_FILE:
@@ -414,7 +427,8 @@ class AnswerCache:
         ).encode("utf-8")
         try:
             self._ignore_in_git()
-            atomic_write(self._path(key), lambda handle: handle.write(data), "judge cache file")
+            path = self._path(key)
+            atomic_write(path, lambda handle: handle.writelines([data]), "judge cache file")
         except (OSError, FileWriteError):
             pass  # a cache that cannot be written costs a request next time, nothing else
 
@@ -428,14 +442,15 @@ class AnswerCache:
             )
 
 
-# -- asking ------------------------------------------------------------------------------------------
+# -- asking ----------------------------------------------------------------------------------------
 
 
 class Judge:
-    """Asks the judge model about runs, ``concurrency`` at a time in threads, through the answer cache.
+    """Asks the judge model about runs, ``concurrency`` at a time in threads, through the answer
+    cache.
 
-    ``submit`` returns at once with a future of the ``JudgeVerdict``; ``verdict`` asks and waits. Neither
-    raises: every problem becomes the verdict's ``error``.
+    ``submit`` returns at once with a future of the ``JudgeVerdict``; ``verdict`` asks and waits.
+    Neither raises: every problem becomes the verdict's ``error``.
     """
 
     def __init__(self, options: JudgeOptions | None = None, root: Path | None = None) -> None:
@@ -476,8 +491,8 @@ class Judge:
         steps: Sequence[Step] | None,
         mode: str,
     ) -> JudgeVerdict:
-        """Judge one run now: from the cache, else from the model. The key and the URL's credentials are
-        redacted from the error and the reasoning."""
+        """Judge one run now: from the cache, else from the model. The key and the URL's credentials
+        are redacted from the error and the reasoning."""
         model, redact = spec.model or settings.model, _unchanged
         try:
             ep = endpoint(spec, settings)
@@ -502,8 +517,8 @@ class Judge:
             )
 
     def close(self) -> None:
-        """Stop: requests not started are dropped, pauses before a retry end, requests in flight end (an
-        interrupted run must not wait for answers nobody will read)."""
+        """Stop: requests not started are dropped, pauses before a retry end, requests in flight end
+        (an interrupted run must not wait for answers nobody will read)."""
         self._stop.set()
         with self._lock:
             pool, self._pool = self._pool, None
@@ -514,7 +529,8 @@ class Judge:
             sockets.abort()
 
     def _executor(self) -> ThreadPoolExecutor:
-        """The thread pool, started on the first request (so runs without judge checks start no thread)."""
+        """The thread pool, started on the first request (so runs without judge checks start no
+        thread)."""
         with self._lock:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor  # deferred, as in submit
@@ -525,8 +541,8 @@ class Judge:
             return self._pool
 
     def _tracked(self) -> Sockets:
-        """The sockets of this judge's requests in flight, made on the first request (after ``close``,
-        already aborted)."""
+        """The sockets of this judge's requests in flight, made on the first request (after
+        ``close``, already aborted)."""
         from . import judge_http  # deferred: only runs with judge checks need it
 
         with self._lock:
@@ -537,7 +553,8 @@ class Judge:
             return self._sockets
 
     def _ask(self, ep: Endpoint, messages: list[dict[str, str]]) -> str:
-        """The model's answer text; retried with backoff on busy servers, timeouts and dropped connections."""
+        """The model's answer text; retried with backoff on busy servers, timeouts and dropped
+        connections."""
         from . import judge_http  # deferred: only runs with judge checks need it
 
         url = (ep.base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
@@ -582,7 +599,8 @@ class Judge:
         )
 
     def _pause(self, attempt: int, asked: float | None) -> float:
-        """Seconds before retry ``attempt + 1``: the server's ``Retry-After``, else doubling backoff with jitter."""
+        """Seconds before retry ``attempt + 1``: the server's ``Retry-After``, else doubling backoff
+        with jitter."""
         if asked is not None:
             return min(asked, MAX_PAUSE)
         import random  # deferred: only a retried request needs it
@@ -595,7 +613,8 @@ _DEFAULT_LOCK = threading.Lock()
 
 
 def default_judge() -> Judge:
-    """The judge of cases run without one (``run_case`` called directly): default options, cache in the cwd."""
+    """The judge of cases run without one (``run_case`` called directly): default options, cache in
+    the cwd."""
     with _DEFAULT_LOCK:
         if not _DEFAULT:
             _DEFAULT.append(Judge())
@@ -627,7 +646,8 @@ def _refused(answer: Any, ep: Endpoint) -> None:
 
 
 def _content(body: bytes, ep: Endpoint) -> str:
-    """The text of the first choice of a chat completion; anything else is a problem that says what came."""
+    """The text of the first choice of a chat completion; anything else is a problem that says what
+    came."""
     expected = "expected a chat completion in JSON"
     if not body.strip():
         raise JudgeProblem(f"{ep.where} sent an empty answer; {expected}")
@@ -662,7 +682,8 @@ def _content(body: bytes, ep: Endpoint) -> str:
 
 
 def _api_message(body: bytes, ep: Endpoint) -> str:
-    """The error message an endpoint sent (``{"error": {"message": ...}}``, else the body), on one line and short."""
+    """The error message an endpoint sent (``{"error": {"message": ...}}``, else the body), on one
+    line and short."""
     text = body.decode("utf-8", errors="replace")
     try:
         data = json.loads(text)
@@ -678,7 +699,8 @@ def _api_message(body: bytes, ep: Endpoint) -> str:
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds a server asked to wait (``retry-after-ms`` or ``retry-after`` in seconds), if it did."""
+    """Seconds a server asked to wait (``retry-after-ms`` or ``retry-after`` in seconds), if it
+    did."""
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         try:
             value = float(headers.get(name, ""))

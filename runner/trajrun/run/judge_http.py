@@ -1,10 +1,12 @@
-"""One HTTP POST for the judge, over the standard library's ``http.client``, bounded in time and size.
+"""One HTTP POST for the judge, over the standard library's ``http.client``, bounded in time and
+size.
 
-A single deadline covers connecting, sending and reading the whole answer (each read waits only for what is
-left of it, so a server trickling bytes cannot stretch it), and an answer is capped at ``MAX_ANSWER`` bytes
-as sent and again after gzip or deflate is undone, in chunks, so a compressed bomb is never held whole.
-Redirects are not followed (the key would go where the server says), and proxies come from the environment
-(``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) as they do for the rest of the user's tools.
+A single deadline covers connecting, sending and reading the whole answer (each read waits only for
+what is left of it, so a server trickling bytes cannot stretch it), and an answer is capped at
+``MAX_ANSWER`` bytes as sent and again after gzip or deflate is undone, in chunks, so a compressed
+bomb is never held whole. Redirects are not followed (the key would go where the server says), and
+proxies come from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) as they do for the
+rest of the user's tools.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ import urllib.parse
 import urllib.request
 import zlib
 from collections.abc import Mapping
-from typing import Any
-
-from ..frozen import frozen
+from dataclasses import dataclass
+from typing import Any, cast
 
 MAX_ANSWER = 4 * 1024 * 1024
-"""Bytes of one answer, status line and headers included, and again of its body once decompressed."""
+"""Bytes of one answer, status line and headers included, and again of its body once
+decompressed."""
 TOO_LARGE = "the answer is larger than 4 MiB{}; a judge's answer is a chat completion of a few KiB"
 CHUNK = 64 * 1024
 
@@ -36,15 +38,16 @@ class Timeout(Exception):
 
 
 class Dropped(Exception):
-    """The connection failed, was refused, or broke before the answer was whole (worth asking again)."""
+    """The connection failed, was refused, or broke before the answer was whole (worth asking
+    again)."""
 
 
 class Fatal(Exception):
-    """A failure asking again cannot mend: an answer too large or in an encoding trajrun does not undo, an
-    untrusted certificate, an unusable proxy setting."""
+    """A failure asking again cannot mend: an answer too large or in an encoding trajrun does not
+    undo, an untrusted certificate, an unusable proxy setting."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Answer:
     """A whole HTTP answer: status, headers (names in lower case) and the decoded body."""
 
@@ -54,7 +57,8 @@ class Answer:
 
 
 class Sockets:
-    """The sockets of requests in flight, so that ``abort`` (another thread) can end them at once."""
+    """The sockets of requests in flight, so that ``abort`` (another thread) can end them at
+    once."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -85,8 +89,9 @@ class Sockets:
 
 
 def url_parts(url: str) -> urllib.parse.SplitResult | None:
-    """The parts of an ``http://`` or ``https://`` URL with a host, or ``None`` for anything else: spaces,
-    control characters and non-ASCII text included (percent-encode them; a host in punycode)."""
+    """The parts of an ``http://`` or ``https://`` URL with a host, or ``None`` for anything else:
+    spaces, control characters and non-ASCII text included (percent-encode them; a host in
+    punycode)."""
     if not all(33 <= ord(c) <= 126 for c in url):
         return None
     try:
@@ -108,8 +113,9 @@ def basic_token(parts: urllib.parse.SplitResult) -> str | None:
 
 
 def url_secrets(url: str) -> set[str]:
-    """The credentials of a URL's ``user:password@`` in every form a message could quote: as written, decoded,
-    and as the ``Basic`` token; the user name only when there is no password (``https://TOKEN@host``)."""
+    """The credentials of a URL's ``user:password@`` in every form a message could quote: as
+    written, decoded, and as the ``Basic`` token; the user name only when there is no password
+    (``https://TOKEN@host``)."""
     parts = url_parts(url)
     if parts is None:
         return set()
@@ -152,15 +158,16 @@ def post(
     finally:
         sockets.discard(sock)
         if response is not None:
-            response.close()  # the socket lives until its reader closes, even when the read stopped midway
+            # the socket lives until its reader closes, even when the read stopped midway
+            response.close()
         conn.close()
 
 
 def _connection(
     parts: urllib.parse.SplitResult, deadline: float
 ) -> tuple[http.client.HTTPConnection, str, dict[str, str]]:
-    """The connection for ``parts`` (through the environment's proxy, if any), the request target, and
-    headers the proxy needs."""
+    """The connection for ``parts`` (through the environment's proxy, if any), the request target,
+    and headers the proxy needs."""
     host, port = parts.hostname or "", parts.port
     path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
     proxy = _proxy(parts.scheme, parts.netloc.rpartition("@")[2])
@@ -181,7 +188,8 @@ def _connection(
 
 
 def _proxy(scheme: str, netloc: str) -> urllib.parse.SplitResult | None:
-    """The environment's proxy for ``scheme`` (``None``: connect directly, also for hosts in ``NO_PROXY``)."""
+    """The environment's proxy for ``scheme`` (``None``: connect directly, also for hosts in
+    ``NO_PROXY``)."""
     if urllib.request.proxy_bypass(netloc):
         return None
     raw = urllib.request.getproxies().get(scheme)
@@ -274,10 +282,11 @@ def _left(deadline: float) -> float:
 
 
 class _Reader(io.RawIOBase):
-    """A socket's incoming bytes, each read waiting only for what is left of the deadline, and counted.
+    """A socket's incoming bytes, each read waiting only for what is left of the deadline, and
+    counted.
 
-    It reads through the socket's own ``makefile``, which keeps the socket open until this reader closes
-    (``http.client`` closes the connection once the headers say ``Connection: close``)."""
+    It reads through the socket's own ``makefile``, which keeps the socket open until this reader
+    closes (``http.client`` closes the connection once the headers say ``Connection: close``)."""
 
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         super().__init__()
@@ -315,10 +324,12 @@ class _Socket:
 
 
 def _response_class(deadline: float) -> Any:
-    """An ``HTTPResponse`` factory whose reads keep to ``deadline`` (the tunnel's answer and the server's)."""
+    """An ``HTTPResponse`` factory whose reads keep to ``deadline`` (the tunnel's answer and the
+    server's)."""
 
     def response(sock: socket.socket, *args: Any, **kwargs: Any) -> http.client.HTTPResponse:
-        return http.client.HTTPResponse(_Socket(sock, deadline), *args, **kwargs)  # type: ignore[arg-type]
+        reader = cast(socket.socket, _Socket(sock, deadline))  # only its makefile is used
+        return http.client.HTTPResponse(reader, *args, **kwargs)
 
     return response
 
@@ -329,7 +340,7 @@ class _HTTP(http.client.HTTPConnection):
     def __init__(self, host: str, port: int | None, deadline: float) -> None:
         super().__init__(host, port)
         self._deadline = deadline
-        self.response_class = _response_class(deadline)  # type: ignore[assignment]
+        self.response_class = _response_class(deadline)
 
     def connect(self) -> None:
         self.timeout = _left(self._deadline)
@@ -344,7 +355,7 @@ class _HTTPS(http.client.HTTPSConnection):
     ) -> None:
         super().__init__(host, port, context=context)
         self._deadline = deadline
-        self.response_class = _response_class(deadline)  # type: ignore[assignment]
+        self.response_class = _response_class(deadline)
 
     def connect(self) -> None:
         self.timeout = _left(self._deadline)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import FileWriteError, atomic_write
-from ..frozen import frozen
 from .judge import CACHE_FOLDER
 from .plans import suite_id
 from .results import PROBLEMS, RunResult
@@ -25,7 +25,7 @@ MAX_CACHE_FILE = 64 * 1024 * 1024
 GITIGNORE = "# trajrun's cache (judge answers, last failures); safe to delete\n*\n"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Rerun:
     """What ``--lf`` / ``--ff`` make of the record for a run: the ids ``--lf`` keeps (``None``:
     every case), the ids ``--ff`` runs first, and a note saying what was chosen."""

@@ -1,5 +1,5 @@
-"""Collecting suite files, loading and selecting them (``-k``, ``-m``, ``--shard``), and running the selected
-cases of loaded suites in order: what a serial run and each ``-j`` worker both do."""
+"""Collecting suite files, loading and selecting them (``-k``, ``-m``, ``--shard``), and running the
+selected cases of loaded suites in order: what a serial run and each ``-j`` worker both do."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from ..errors import SuiteErrors, TrajrunError
-from ..frozen import frozen
 from ..suites.load import load_suite
 from ..suites.model import SUITE_SUFFIXES, Case, Suite
 from .bulk import BulkOptions, BulkSession, is_bulk, pending_result
@@ -22,14 +21,16 @@ from .results import CaseResult, Gates, SuiteResult, lean
 from .selection import in_shard, keyword_matcher, marker_matcher
 
 JUDGE_AHEAD = 64
-"""How many cases may run ahead of the first one still waiting for its judge (results stay in order)."""
+"""How many cases may run ahead of the first one still waiting for its judge (results stay in
+order)."""
+T = TypeVar("T")
 
 
 class UsageError(TrajrunError):
     """A wrong command line (a path that does not exist, a bad expression): exit status 2."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RunOptions:
     """What ``trajrun run`` was asked to do, beside the paths."""
 
@@ -45,9 +46,10 @@ class RunOptions:
     judge: JudgeOptions = field(default_factory=JudgeOptions)
     bulk: BulkOptions = field(default_factory=BulkOptions)
     keep: frozenset[str] | None = None
-    """The outcomes whose results keep their trajectory and the steps and calls their steps check holds, which the
-    reports asked for show (``None``: every outcome, for the JSON and HTML reports; JUnit's ``<system-out>`` shows
-    some). The other results are ``lean``: a run holds its results, not its cases' runs (``prerun`` too)."""
+    """The outcomes whose results keep their trajectory and the steps and calls their steps check
+    holds, which the reports asked for show (``None``: every outcome, for the JSON and HTML reports;
+    JUnit's ``<system-out>`` shows some). The other results are ``lean``: a run holds its results,
+    not its cases' runs (``prerun`` too)."""
     gates: Gates = field(default_factory=Gates)
     rerun: frozenset[str] | None = None
     """``--lf``: only the cases with these ids run (a suite file's id: all its cases); ``None``: no
@@ -56,11 +58,12 @@ class RunOptions:
     """``--ff``: the cases with these ids run first in their suite file."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Planned:
     """A loaded suite and the cases selected from it, with their ids.
 
-    A case of a streamed file (``prerun``) may already be a result; ``prerun`` is how long those took.
+    A case of a streamed file (``prerun``) may already be a result; ``prerun`` is how long those
+    took.
     """
 
     suite: Suite
@@ -78,7 +81,8 @@ class Progress:
 
 
 def collect(paths: Sequence[str | Path]) -> list[Path]:
-    """Suite files under each path (recursively, sorted); a file named explicitly is always taken."""
+    """Suite files under each path (recursively, sorted); a file named explicitly is always
+    taken."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -118,7 +122,8 @@ def case_id(root: Path, suite_path: Path, name: str) -> str:
 
 
 def suite_id(root: Path, suite_path: Path) -> str:
-    """The suite file's part of its cases' ids: its path relative to the run's root (as given when outside it)."""
+    """The suite file's part of its cases' ids: its path relative to the run's root (as given when
+    outside it)."""
     try:
         rel = Path(os.path.relpath(suite_path.resolve(), root.resolve()))
         shown = suite_path if rel.parts[:1] == ("..",) else rel
@@ -137,7 +142,7 @@ def load_one(
         return SuiteResult(path.name, str(path), load_errors=tuple(str(e) for e in exc.errors))
 
 
-def unique_suite(item: Any, name: str, path: Path, names: dict[str, Path]) -> Any:
+def unique_suite(item: T, name: str, path: Path, names: dict[str, Path]) -> T | SuiteResult:
     """``item`` when its suite name is new; else the load error for a second suite of that name."""
     if name not in names:
         names[name] = path
@@ -149,6 +154,14 @@ def unique_suite(item: Any, name: str, path: Path, names: dict[str, Path]) -> An
 def plan(suite: Suite, options: RunOptions, root: Path) -> tuple[Planned, int]:
     """Select a suite's cases by ``--lf``, ``-k``, ``-m`` and ``--shard`` (``--ff``: the last
     failures first); returns the plan and the number left out."""
+    chosen, left_out = choose(suite, options, root)
+    return Planned(suite, chosen), left_out
+
+
+def choose(
+    suite: Suite, options: RunOptions, root: Path
+) -> tuple[tuple[tuple[str, Case], ...], int]:
+    """The cases ``plan`` selects, with their ids, and the number left out."""
     keep = selector(options)
     prefix = suite_id(root, suite.path)  # resolving the paths once per file, not per case
     chosen = [
@@ -158,7 +171,7 @@ def plan(suite: Suite, options: RunOptions, root: Path) -> tuple[Planned, int]:
     ]
     if options.first:
         chosen.sort(key=lambda item: item[0] not in options.first)
-    return Planned(suite, tuple(chosen)), len(suite.cases) - len(chosen)
+    return tuple(chosen), len(suite.cases) - len(chosen)
 
 
 def selector(options: RunOptions) -> Callable[[str, str, Case], bool]:
@@ -182,7 +195,8 @@ def selector(options: RunOptions) -> Callable[[str, str, Case], bool]:
 
 
 class Ran:
-    """A case that ran while its file loaded (``prerun``), as the pipeline holds a started case: its result alone."""
+    """A case that ran while its file loaded (``prerun``), as the pipeline holds a started case: its
+    result alone."""
 
     __slots__ = ("_result",)
 
@@ -214,9 +228,10 @@ def case_results(
     bulk: BulkSession | None = None,
     keep: frozenset[str] | None = None,
 ) -> Iterator[CaseResult]:
-    """Run a suite's selected cases in order (from the ``skip``-th), yielding each result as it is done;
-    with ``exitfirst``, stop after the first that fails. Without ``bulk`` (a ``-j`` worker), bulk cases give
-    stand-ins that the parent runs. Results are ``lean`` but for the outcomes in ``keep``."""
+    """Run a suite's selected cases in order (from the ``skip``-th), yielding each result as it is
+    done; with ``exitfirst``, stop after the first that fails. Without ``bulk`` (a ``-j`` worker),
+    bulk cases give stand-ins that the parent runs. Results are ``lean`` but for the outcomes in
+    ``keep``."""
     share = [Planned(item.suite, item.cases[skip:])]
     for _, result in pipeline(
         share, cache, judge, update_golden, exitfirst, ahead=ahead, bulk=bulk, keep=keep
@@ -235,12 +250,13 @@ def pipeline(
     bulk: BulkSession | None = None,
     keep: frozenset[str] | None = None,
 ) -> Iterator[tuple[int, CaseResult]]:
-    """Run the plans' cases, yielding ``(plan index, result)`` in order, ``lean`` but for the outcomes in ``keep``;
-    with ``exitfirst``, stop after the first that fails. ``start`` hears of each plan's index as its cases start.
-    A file source leaves ``cache`` once the last of these cases naming it has read it.
+    """Run the plans' cases, yielding ``(plan index, result)`` in order, ``lean`` but for the
+    outcomes in ``keep``; with ``exitfirst``, stop after the first that fails. ``start`` hears of
+    each plan's index as its cases start. A file source leaves ``cache`` once the last of these
+    cases naming it has read it.
 
-    While a case waits for its judge, up to ``ahead`` later cases run, in later suite files too (none with
-    ``exitfirst``, which must not start a case after a failure).
+    While a case waits for its judge, up to ``ahead`` later cases run, in later suite files too
+    (none with ``exitfirst``, which must not start a case after a failure).
     """
     ahead = 0 if exitfirst else ahead
     pending: deque[tuple[int, PendingCase | Ran]] = deque()
@@ -274,8 +290,8 @@ def _start(
     judge: Judge | None,
     bulk: BulkSession | None,
 ) -> PendingCase | Ran:
-    """Start one case: a bulk case in the bulk session (a stand-in in a ``-j`` worker, which the parent runs
-    later), any other here; a case that ran while its file loaded is its result."""
+    """Start one case: a bulk case in the bulk session (a stand-in in a ``-j`` worker, which the
+    parent runs later), any other here; a case that ran while its file loaded is its result."""
     if isinstance(case, CaseResult):
         return Ran(case)
     if is_bulk(case) and case.skip is None:

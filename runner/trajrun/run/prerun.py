@@ -1,4 +1,5 @@
-"""Suite files loaded for a serial run; large ones checked while they load, so that their cases are never all held.
+"""Suite files loaded for a serial run; large ones checked while they load, so that their cases are
+never all held.
 
 A file of a megabyte or more whose ``cases:`` comes last is built one case at a time
 (``open_suite``). A case that only reads files (no agent to run, no judge to ask, no bulk log)
@@ -22,7 +23,8 @@ from .results import CaseResult, SuiteResult, lean
 
 
 class LoadInterrupted(KeyboardInterrupt):
-    """Ctrl-C while a large file ran as it loaded: ``finished`` holds the results of the cases that finished."""
+    """Ctrl-C while a large file ran as it loaded: ``finished`` holds the results of the cases that
+    finished."""
 
     def __init__(self, finished: SuiteResult) -> None:
         super().__init__()
@@ -32,10 +34,12 @@ class LoadInterrupted(KeyboardInterrupt):
 def prerun(
     path: Path, options: RunOptions, root: Path, cache: SourceCache
 ) -> tuple[Planned | SuiteResult, int]:
-    """One suite file loaded (or its load errors) and its cases selected by ``-k``, ``-m`` and ``--shard``, with
-    the number left out; a large file is loaded case by case, its file-reading cases run as they come.
+    """One suite file loaded (or its load errors) and its cases selected by ``-k``, ``-m`` and
+    ``--shard``, with the number left out; a large file is loaded case by case, its file-reading
+    cases run as they come.
 
-    With ``-x``, cases after the first that stops the run are kept unrun: the run never reaches them.
+    With ``-x``, cases after the first that stops the run are kept unrun: the run never reaches
+    them.
     """
     try:
         # golden files are written only once the whole file is known to load: load it first
@@ -83,7 +87,8 @@ def _streamed(
 
 
 def _reads_files_only(case: Case) -> bool:
-    """Whether running the case only reads files: a file or inline source, no judge, not a bulk case."""
+    """Whether running the case only reads files: a file or inline source, no judge, not a bulk
+    case."""
     source = case.source
     if case.expect.judge is not None or source is None or source.each is not None or source.live:
         return False

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from ..frozen import frozen
 from ..match.verdict import Evaluation
 from ..suites.golden import compact_steps
 from ..trajectory import Trajectory, Usage
@@ -16,9 +15,90 @@ Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 OUTCOME_ORDER: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 PROBLEMS: tuple[str, ...] = ("failed", "error", "xpassed")
 """The outcomes that fail a run."""
+RunOutcome = Literal["passed", "failed", "error"]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
+class RepeatRun:
+    """One run of a case under ``repeat``: its own outcome (before ``pass_rate`` and ``xfail``),
+    its one-line message and its score."""
+
+    outcome: RunOutcome
+    message: str
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Repeats:
+    """What ``repeat: k`` made of a case's runs: each run, and the checks that failed in some runs
+    and held in others (``flipped``; ``error`` when some runs erred and others did not)."""
+
+    each: tuple[RepeatRun, ...]
+    flipped: tuple[str, ...] = ()
+
+    @property
+    def runs(self) -> int:
+        """How many times the agent ran (k)."""
+        return len(self.each)
+
+    @property
+    def passed(self) -> int:
+        """How many of the runs passed."""
+        return sum(1 for run in self.each if run.outcome == "passed")
+
+    @property
+    def pass_at_k(self) -> bool:
+        """pass@k: at least one run passed."""
+        return self.passed > 0
+
+    @property
+    def pass_all_k(self) -> bool:
+        """pass^k: every run passed."""
+        return self.passed == self.runs
+
+    @property
+    def flaky(self) -> bool:
+        """Whether the runs disagree: some passed and some did not."""
+        return self.pass_at_k and not self.pass_all_k
+
+    @property
+    def letters(self) -> str:
+        """A letter per run, as pytest's progress line has one per test: ``.`` passed, ``F``
+        failed, ``E`` erred."""
+        return "".join(".FE"[("passed", "failed", "error").index(r.outcome)] for r in self.each)
+
+    def line(self) -> str:
+        """``repeat .F.F: 2/4 runs passed, …``: the ``letters``, then the ``summary``."""
+        return f"repeat {self.letters}: {self.summary()}"
+
+    def summary(self) -> str:
+        """``2/4 runs passed, pass@4 yes, pass^4 no, flaky; flipped: steps``."""
+        k, words = self.runs, ("no", "yes")
+        line = (
+            f"{self.passed}/{k} runs passed, pass@{k} {words[self.pass_at_k]}, "
+            f"pass^{k} {words[self.pass_all_k]}"
+        )
+        line += ", flaky" if self.flaky else ""
+        return line + (f"; flipped: {', '.join(self.flipped)}" if self.flipped else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report's ``repeats`` object."""
+        return {
+            "runs": self.runs,
+            "passed": self.passed,
+            "passed_share": round(self.passed / self.runs, 6),
+            "pass_at_k": self.pass_at_k,
+            "pass_all_k": self.pass_all_k,
+            "flaky": self.flaky,
+            "flipped": list(self.flipped),
+            "outcomes": [
+                {"outcome": run.outcome, "message": run.message, "score": run.score}
+                for run in self.each
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     """The outcome of one case: ``message`` is one line, ``details`` the body (table and fields)."""
 
@@ -37,14 +117,17 @@ class CaseResult:
     trajectory: Trajectory | None = None
     notes: tuple[str, ...] = ()
     bulk: Any = None
-    """A bulk case's ``BulkSummary`` (counts, failures by check, worst records); ``None`` for other cases."""
+    """A bulk case's ``BulkSummary`` (counts, failures by check, worst records); ``None`` for other
+    cases."""
     tool_calls: int | None = None
-    """How many tool calls the run made (``None``: no trajectory was read), and its token ``usage``: what the
-    reports' totals need, kept when a lean result drops the trajectory."""
+    """How many tool calls the run made (``None``: no trajectory was read), and its token ``usage``:
+    what the reports' totals need, kept when a lean result drops the trajectory."""
     usage: Usage | None = None
     baseline: Literal["new", "known"] | None = None
     """With ``--baseline``, for a failed, erred or xpassed case: ``known`` when it failed in the
     baseline too, else ``new``; ``None`` for other cases and runs without a baseline."""
+    repeats: Repeats | None = None
+    """With ``repeat``, every run's outcome, pass@k, pass^k and the checks that flipped."""
 
     def __post_init__(self) -> None:
         """Take ``tool_calls`` and ``usage`` from the trajectory when one is given without them."""
@@ -54,30 +137,31 @@ class CaseResult:
 
     @property
     def actual_yaml(self) -> str | None:
-        """The actual steps one line per call, for JUnit's ``<system-out>``: built only when a report shows it
-        (by default for failing cases only: building it for every case was a large part of a
-        run)."""
+        """The actual steps one line per call, for JUnit's ``<system-out>``: built only when a
+        report shows it (by default for failing cases only: building it for every case was a large
+        part of a run)."""
         return None if self.trajectory is None else compact_steps(self.trajectory)
 
 
 def lean(result: CaseResult, keep: frozenset[str] | None) -> CaseResult:
-    """The result without its trajectory and the steps and calls its steps check holds, unless a report shows them
-    for its outcome (``keep``; ``None``: every outcome, for the JSON and HTML reports). Held for every case of a
-    run they were most of its memory, and filling new memory is slower than reusing what the case before freed."""
+    """The result without its trajectory and the steps and calls its steps check holds, unless a
+    report shows them for its outcome (``keep``; ``None``: every outcome, for the JSON and HTML
+    reports). Held for every case of a run they were most of its memory, and filling new memory is
+    slower than reusing what the case before freed."""
     if keep is None or result.outcome in keep:
         return result
-    steps = getattr(result.evaluation, "steps", None)
+    evaluation = result.evaluation
+    steps = None if evaluation is None else evaluation.steps
     bulky = getattr(steps, "expected_steps", None) or getattr(steps, "actual_calls", None)
     if result.trajectory is None and not bulky:
         return result
-    evaluation = result.evaluation
-    if bulky:
-        slim = dataclasses.replace(steps, expected_steps=(), actual_calls=())  # type: ignore[type-var]
-        evaluation = dataclasses.replace(evaluation, steps=slim)  # type: ignore[type-var]
+    if evaluation is not None and bulky:
+        slim = dataclasses.replace(evaluation.steps, expected_steps=(), actual_calls=())
+        evaluation = dataclasses.replace(evaluation, steps=slim)
     return dataclasses.replace(result, evaluation=evaluation, trajectory=None)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SuiteResult:
     """All case results of one suite file, or its load errors when it could not be loaded."""
 
@@ -98,7 +182,7 @@ class SuiteResult:
         return total
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Gates:
     """What decides the exit status beside the outcomes: ``--baseline`` (its file and the
     ``(suite, case)`` names that failed there), ``--fail-on new|any`` and ``--min-pass-rate``."""
@@ -117,7 +201,7 @@ class Gates:
         return dataclasses.replace(case, baseline="known" if known else "new")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class RunResult:
     """A whole ``trajrun run``: suites in path order, and how many cases selection left out."""
 
@@ -144,12 +228,18 @@ class RunResult:
 
     @property
     def judge_skipped(self) -> int:
-        """How many cases had their ``judge:`` check skipped by ``--no-judge`` (never counted as passes)."""
+        """How many cases had their ``judge:`` check skipped by ``--no-judge`` (never counted as
+        passes)."""
         return sum(
             1
             for c in self.cases
             if c.evaluation and c.evaluation.judge and c.evaluation.judge.skipped
         )
+
+    @property
+    def flaky(self) -> int:
+        """How many cases under ``repeat`` had runs that disagree (some passed, some did not)."""
+        return sum(1 for c in self.cases if c.repeats is not None and c.repeats.flaky)
 
     @property
     def pass_rate(self) -> float | None:
@@ -202,6 +292,8 @@ class RunResult:
                 parts.append(f"{n} {singular if n == 1 else plural}")
         if self.deselected:
             parts.append(f"{self.deselected} deselected")
+        if self.flaky:
+            parts.append(f"{self.flaky} flaky")
         if self.judge_skipped:
             n = self.judge_skipped
             parts.append(f"{n} judge check{'s' if n != 1 else ''} skipped (--no-judge)")

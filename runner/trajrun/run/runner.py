@@ -1,8 +1,8 @@
-"""``trajrun run`` as a library: collect suite files, load, select, run cases (in this process or in ``-j``
-workers), report as they finish and return the results.
+"""``trajrun run`` as a library: collect suite files, load, select, run cases (in this process or in
+``-j`` workers), report as they finish and return the results.
 
-An interrupt (SIGINT, or SIGTERM that the CLI turns into one) stops the run and its live sources and still
-returns every result that finished, in ``RunInterrupted``.
+An interrupt (SIGINT, or SIGTERM that the CLI turns into one) stops the run and its live sources and
+still returns every result that finished, in ``RunInterrupted``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ __all__ = ["RunInterrupted", "RunOptions", "Reporter", "run_paths", "run_suite"]
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM stopped the run: ``result`` holds every case that finished (the reporter has it too)."""
+    """SIGINT or SIGTERM stopped the run: ``result`` holds every case that finished (the reporter
+    has it too)."""
 
     def __init__(self, result: RunResult) -> None:
         super().__init__("the run was interrupted")
@@ -66,9 +67,11 @@ class Reporter(Protocol):
 def run_paths(
     paths: Sequence[str | Path], options: RunOptions | None = None, reporter: Reporter | None = None
 ) -> RunResult:
-    """Collect, load, select and run, as ``trajrun run`` does; a broken suite or case never stops the others.
+    """Collect, load, select and run, as ``trajrun run`` does; a broken suite or case never stops
+    the others.
 
-    An interrupt (SIGINT) stops the run: the reporter still finishes, and ``RunInterrupted`` carries the result.
+    An interrupt (SIGINT) stops the run: the reporter still finishes, and ``RunInterrupted`` carries
+    the result.
     """
     options = options or RunOptions()
     started = time.perf_counter()
@@ -109,7 +112,8 @@ def run_paths(
 
 
 def run_suite(suite: Suite, options: RunOptions | None = None) -> SuiteResult:
-    """Run the cases of one loaded suite that ``options`` select (``-k``, ``-m``, ``--shard``), in order."""
+    """Run the cases of one loaded suite that ``options`` select (``-k``, ``-m``, ``--shard``), in
+    order."""
     options = options or RunOptions()
     root = options.root or Path.cwd()
     planned, _ = plan(suite, options, root)
@@ -144,10 +148,11 @@ def _run_serial(
     progress: Progress,
     bulk: BulkSession | None = None,
 ) -> None:
-    """Load every suite (so the reporter knows the total), then run the cases in order; the cases of a large
-    file that only read files run while it loads (``prerun``)."""
+    """Load every suite (so the reporter knows the total), then run the cases in order; the cases of
+    a large file that only read files run while it loads (``prerun``)."""
     plans: list[Planned | SuiteResult] = []
-    cache, names = SourceCache(), {}
+    cache = SourceCache()
+    names: dict[str, Path] = {}
     for path in files:
         try:
             item, left_out = prerun(path, options, root, cache)
@@ -178,8 +183,8 @@ def _run_plans(
     judge: Judge,
     bulk: BulkSession | None = None,
 ) -> None:
-    """Run the loaded suites' cases, reporting each in order as it is done; a suite file's result is kept
-    once its last case is (on an interrupt too, with the cases that finished)."""
+    """Run the loaded suites' cases, reporting each in order as it is done; a suite file's result is
+    kept once its last case is (on an interrupt too, with the cases that finished)."""
     opened: dict[int, tuple[list[CaseResult], float, datetime]] = {}
     closed = 0
 
@@ -224,14 +229,17 @@ def _run_plans(
 
 
 def _run_pending_bulk(suites: list[SuiteResult], options: RunOptions, bulk: BulkSession) -> None:
-    """After ``-j`` workers ran the other cases: run the bulk cases they left as stand-ins, here, over every worker."""
+    """After ``-j`` workers ran the other cases: run the bulk cases they left as stand-ins, here,
+    over every worker."""
     for n, suite in enumerate(suites):
         if not any(c.check_type == PENDING for c in suite.cases):
             continue
         loaded = load_one(Path(suite.file), options.variables, options.golden_root)
-        by_name = {case.name: case for case in loaded.cases} if isinstance(loaded, Suite) else {}
+        if not isinstance(loaded, Suite):  # changed since the workers loaded it: stand-ins stay
+            continue
+        by_name = {case.name: case for case in loaded.cases}
         cases = tuple(
-            bulk.run(by_name[c.name], loaded, c.case_id)  # type: ignore[arg-type]
+            bulk.run(by_name[c.name], loaded, c.case_id)
             if c.check_type == PENDING and c.name in by_name
             else c
             for c in suite.cases
@@ -249,7 +257,8 @@ def _marked(suites: list[SuiteResult], gates: Gates) -> list[SuiteResult]:
 def _replay(
     suites: list[SuiteResult], exitfirst: bool, reporter: Reporter | None
 ) -> list[SuiteResult]:
-    """Report results that workers produced, in path order; with ``exitfirst``, drop those after the first failure."""
+    """Report results that workers produced, in path order; with ``exitfirst``, drop those after the
+    first failure."""
     if exitfirst:
         suites = _cut_after_first_failure(suites)
     if reporter:

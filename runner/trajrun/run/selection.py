@@ -7,7 +7,8 @@ from typing import Callable, Iterable
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
 MAX_NESTING = 100
-"""The deepest ``-k``/``-m`` nesting of parentheses and ``not`` (the parser recurses once per level)."""
+"""The deepest ``-k``/``-m`` nesting of parentheses and ``not`` (the parser recurses once per
+level)."""
 Predicate = Callable[[Callable[[str], bool]], bool]
 
 
@@ -26,7 +27,8 @@ def _all_of(parts: list[Predicate]) -> Predicate:
 
 
 class _Parser:
-    """Recursive descent over ``expr := and ('or' and)*; and := not ('and' not)*; not := 'not' not | atom``.
+    """Recursive descent over
+    ``expr := and ('or' and)*; and := not ('and' not)*; not := 'not' not | atom``.
 
     Parentheses and ``not`` nest at most ``MAX_NESTING`` levels, so hostile input is a usage error,
     not a ``RecursionError``.
@@ -66,8 +68,10 @@ class _Parser:
         """Enter one more level of parentheses or ``not``; past ``MAX_NESTING`` is an error."""
         self.depth += 1
         if self.depth > MAX_NESTING:
-            raise ExpressionError(f"expression {self.shown} nests parentheses and 'not' more than {MAX_NESTING} "
-                                  "levels deep; simplify it")  # fmt: skip
+            raise ExpressionError(
+                f"expression {self.shown} nests parentheses and 'not' more than {MAX_NESTING} "
+                "levels deep; simplify it"
+            )
 
     def _or(self) -> Predicate:
         """``and ("or" and)*``."""
@@ -135,7 +139,8 @@ def marker_matcher(text: str) -> Callable[[Iterable[str]], bool]:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """``I/N`` with 1 <= I <= N; an empty value (an unset ``$SHARD``) is an error, never "run everything"."""
+    """``I/N`` with 1 <= I <= N; an empty value (an unset ``$SHARD``) is an error, never "run
+    everything"."""
     if not text.strip():
         raise ValueError(
             "--shard is empty (is the variable that should set it unset?); give I/N with "

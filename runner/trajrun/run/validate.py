@@ -11,13 +11,15 @@ from ..sources.extras import unmet
 from ..suites.load import SuiteStream, case_problems, open_suite
 from ..suites.model import Case, Source
 from ..yaml_items import Unsplittable
+from .execute import file_key
 from .plans import collect, nothing_found
 
 
 def validate_paths(
     paths: Sequence[str | Path], variables: Mapping[str, Any], golden_root: Path | None = None
 ) -> tuple[list[str], int]:
-    """Every problem found in the suite files under ``paths``, one line each, and how many files were read.
+    """Every problem found in the suite files under ``paths``, one line each, and how many files
+    were read.
 
     Finding no suite file at all is a problem too: a mistyped path must not pass a CI step.
     """
@@ -42,8 +44,9 @@ def _file_problems(
     golden_root: Path | None,
     read: dict[tuple[Any, ...], str | None],
 ) -> list[str]:
-    """The problems of one suite file's cases; a file that does not load raises ``SuiteErrors`` (its cases'
-    problems are not reported then). A large file is checked case by case, never held whole."""
+    """The problems of one suite file's cases; a file that does not load raises ``SuiteErrors`` (its
+    cases' problems are not reported then). A large file is checked case by case, never held
+    whole."""
     opened = open_suite(path, variables, golden_root)
     if isinstance(opened, SuiteStream):
         try:
@@ -54,8 +57,8 @@ def _file_problems(
 
 
 def _case_problems(case: Case, read: dict[tuple[Any, ...], str | None]) -> list[str]:
-    """A case's missing files, and its file source when it exists but cannot be read as a trajectory (live
-    sources are not run, nor cases skipped for want of what they ``require``)."""
+    """A case's missing files, and its file source when it exists but cannot be read as a trajectory
+    (live sources are not run, nor cases skipped for want of what they ``require``)."""
     problems = [str(problem) for problem in case_problems(case)]
     source = case.source
     if (
@@ -67,30 +70,22 @@ def _case_problems(case: Case, read: dict[tuple[Any, ...], str | None]) -> list[
         return problems
     if case.requires and unmet(case.requires):
         return problems
-    key = (
-        source.file,
-        source.format,
-        source.select,
-        source.record,
-        source.thread,
-        source.checkpoint,
-        source.traces,
-    )
+    key = file_key(source)
     if key not in read:
-        read[key] = _problem(source)
+        read[key] = _problem(source, source.file)
     if read[key]:
         problems.append(str(SuiteError(f"source {read[key]}", source.loc)))
     return problems
 
 
-def _problem(source: Source) -> str | None:
-    """Why a file source cannot be read, or None when it reads."""
+def _problem(source: Source, file: Path) -> str | None:
+    """Why a file source (``file``, its file) cannot be read, or None when it reads."""
     try:
         load_trajectory(
-            source.file,
+            file,
             format=source.format,
             select=source.select,
-            record=source.record,  # type: ignore[arg-type]
+            record=source.record,
             thread=source.thread,
             checkpoint=source.checkpoint,
             traces=source.traces,

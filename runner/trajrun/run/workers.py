@@ -1,7 +1,8 @@
-"""``-j N``: worker processes run shares of the suite files (a file split in contiguous parts when files are fewer
-than workers) and stream each case's result back. A worker that dies fails only the case it was running, and a
-new worker runs the rest of its share; on an interrupt the workers are stopped and what finished is kept.
-A worker ends with the parent however the parent ends (``kill -9`` too), and its live source with it."""
+"""``-j N``: worker processes run shares of the suite files (a file split in contiguous parts when
+files are fewer than workers) and stream each case's result back. A worker that dies fails only the
+case it was running, and a new worker runs the rest of its share; on an interrupt the workers are
+stopped and what finished is kept. A worker ends with the parent however the parent ends
+(``kill -9`` too), and its live source with it."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .cores import worker_limit
 from .execute import SourceCache
 from .judge import Judge
 from .orphans import end_with_parent
-from .plans import Planned, Progress, RunOptions, case_results, load_one, plan, unique_suite
+from .plans import Planned, Progress, RunOptions, case_results, choose, load_one, unique_suite
 from .results import CaseResult, SuiteResult
 
 STOP_GRACE = 5.0
@@ -33,7 +34,8 @@ Unit = tuple[Path, int, int]
 
 @dataclass
 class _Share:
-    """The parent's record of one unit: the plan a worker sent for it, and each case's result as it came."""
+    """The parent's record of one unit: the plan a worker sent for it, and each case's result as it
+    came."""
 
     unit: Unit
     head: SuiteResult | None = None
@@ -46,7 +48,8 @@ class _Share:
 
 
 def run_parallel(files: list[Path], options: RunOptions, root: Path, progress: Progress) -> None:
-    """Workers load, select and run whole suite files (split in parts when files are fewer than workers)."""
+    """Workers load, select and run whole suite files (split in parts when files are fewer than
+    workers)."""
     jobs = min(options.jobs, worker_limit())
     parts = max(1, jobs // max(1, len(files)))
     shares = [_Share((path, i, parts)) for path in files for i in range(parts)]
@@ -88,7 +91,8 @@ class _Worker:
 
 
 class _Pool:
-    """Worker processes fed one share at a time; a worker that dies is replaced and fails only the case it ran."""
+    """Worker processes fed one share at a time; a worker that dies is replaced and fails only the
+    case it ran."""
 
     def __init__(self, jobs: int, options: RunOptions, root: Path) -> None:
         methods = multiprocessing.get_all_start_methods()
@@ -98,7 +102,8 @@ class _Pool:
         self.busy: list[_Worker] = []
 
     def run(self, shares: list[_Share]) -> None:
-        """Run every share; on an interrupt, stop the workers (they kill their live sources) and re-raise."""
+        """Run every share; on an interrupt, stop the workers (they kill their live sources) and
+        re-raise."""
         queue = deque((share, 0) for share in shares)
         try:
             while queue or self.busy:
@@ -112,7 +117,8 @@ class _Pool:
         self._stop(gently=True)
 
     def _assign(self, share: _Share, skip: int) -> None:
-        """Send a share to an idle worker, or a new one; a send that fails shows up as the worker's death."""
+        """Send a share to an idle worker, or a new one; a send that fails shows up as the worker's
+        death."""
         worker = self.idle.pop() if self.idle else self._start()
         worker.share = share
         self.busy.append(worker)
@@ -171,8 +177,8 @@ class _Pool:
             return []
         cid, name, line = share.planned[done]
         message = (
-            f"the worker process died while running this case ({reason}); code that a case runs inside "
-            "trajrun, such as a compare function, must return or raise, never exit or crash"
+            f"the worker process died while running this case ({reason}); code that a case runs "
+            "inside trajrun, such as a compare function, must return or raise, never exit or crash"
         )
         share.cases.append(
             CaseResult(
@@ -193,7 +199,8 @@ class _Pool:
         )
 
     def _stop(self, gently: bool) -> None:
-        """End every worker: idle ones are told to, the rest are terminated (and killed after a grace period)."""
+        """End every worker: idle ones are told to, the rest are terminated (and killed after a
+        grace period)."""
         workers, deadline = self.idle + self.busy, time.monotonic() + STOP_GRACE
         for worker in workers:
             try:
@@ -242,16 +249,18 @@ def _death(process: BaseProcess) -> str:
 
 
 def _worker(conn: Connection, options: RunOptions, root: Path) -> None:
-    """A worker process: run each share the parent sends, streaming the results back, until told to stop."""
-    # SIGTERM from the parent raises KeyboardInterrupt, as SIGINT from a terminal does: on its way out it
-    # kills the live source in progress
+    """A worker process: run each share the parent sends, streaming the results back, until told to
+    stop."""
+    # SIGTERM from the parent raises KeyboardInterrupt, as SIGINT from a terminal does: on its way
+    # out it kills the live source in progress
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     # its live source's lifeline, held only here, closes with it: that source's group is killed
     end_with_parent()
     cache, judge = SourceCache(), Judge(options.judge, root)
     try:
         while (job := conn.recv()) is not None:
-            _run_unit(*job, options, root, cache, conn.send, judge)
+            unit, skip = job
+            _run_unit(unit, skip, options, root, cache, conn.send, judge)
     except (KeyboardInterrupt, EOFError, OSError):  # stopped, or the parent is gone
         pass
     finally:
@@ -267,21 +276,23 @@ def _run_unit(
     send: Callable[[tuple[Any, ...]], None],
     judge: Judge | None = None,
 ) -> None:
-    """In a worker: load and select one part of one suite file, then run its cases from the ``skip``-th;
-    sends the plan, each case's result, and the end."""
+    """In a worker: load and select one part of one suite file, then run its cases from the
+    ``skip``-th; sends the plan, each case's result, and the end."""
     path, part, parts = unit
     item = load_one(path, options.variables, options.golden_root)
     if isinstance(item, SuiteResult):
         send(("plan", item if part == 0 else SuiteResult(item.name, item.file), (), 0))
         send(("end", 0.0))
         return
-    planned, left_out = plan(item, options, root)
-    size = len(planned.cases)
-    share = Planned(item, planned.cases[part * size // parts : (part + 1) * size // parts])
-    cases = tuple((cid, case.name, case.loc.line) for cid, case in share.cases)
+    chosen, left_out = choose(item, options, root)
+    size = len(chosen)
+    mine = chosen[part * size // parts : (part + 1) * size // parts]
+    share = Planned(item, mine)
+    cases = tuple((cid, case.name, case.loc.line) for cid, case in mine)
     send(("plan", SuiteResult(item.name, str(item.path)), cases, left_out if part == 0 else 0))
     began = time.perf_counter()
-    # no case runs ahead in a worker: if it dies, the parent blames the first case it has no result for
+    # no case runs ahead in a worker: if it dies, the parent blames the first case it has no
+    # result for
     for result in case_results(
         share,
         cache,

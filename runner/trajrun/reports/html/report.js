@@ -19,6 +19,7 @@
   const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
   const BASELINE = {new: "new failure: it did not fail in the baseline (--baseline)",
     known: "known failure: it failed in the baseline too (--baseline)"};
+  const FLAKY = "flaky: some of its runs (repeat) passed and some did not";
   const baselineText = (mark) => (Object.hasOwn(BASELINE, mark) ? BASELINE[mark] : String(mark));
   const QUOTED = String.raw`'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"`;  // a Python repr of a string
   const PARTED = new RegExp(  // the rest of a diff line on two long texts (see `parted`)
@@ -132,6 +133,7 @@
     for (const call of c.trajectory?.tool_calls || []) parts.push(call.name, text(call.args));
     for (const step of c.steps?.expected || []) parts.push(step.name, step.args == null ? "" : text(step.args));
     for (const r of c.bulk?.worst || []) parts.push(r.record, r.message);
+    if (c.repeats?.flaky) parts.push("flaky");
     return (state.hay[i] = parts.join("\n").toLowerCase());
   }
 
@@ -199,7 +201,8 @@
       h("span", {class: `badge o-${c.outcome}`}, WORDS[c.outcome] || c.outcome),
       h("span", {class: "cname", title: c.id}, h("span", {class: "csuite"}, SUITES[si].name),
         c.name, c.baseline ? h("span", {class: c.baseline === "new" ? "tag bad" : "tag",
-          "data-baseline": c.baseline, title: baselineText(c.baseline)}, c.baseline) : null),
+          "data-baseline": c.baseline, title: baselineText(c.baseline)}, c.baseline) : null,
+        c.repeats?.flaky ? h("span", {class: "tag bad", "data-flaky": "", title: FLAKY}, "flaky") : null),
       h("span", {class: "cmsg"}, c.outcome === "passed" ? "" : c.message),
       h("span", {class: "cmeta"}, tokens != null ? `${fmt(tokens)} tok · ` : "",
         c.bulk ? `${fmt(c.bulk.records)} records · ` : "", duration(c.duration)));
@@ -237,6 +240,7 @@
     if (items.length) body.append(h("ul", {class: "checks"}, items));
     if (c.judge) body.append(judgeEl(c.judge));
     if (c.bulk) body.append(bulkEl(c.bulk));
+    if (c.repeats) body.append(repeatsEl(c.repeats));
     const table = c.trajectory || c.steps ? timeline(c) : null;
     if (table) body.append(table);
     body.append(facts(c));
@@ -279,6 +283,18 @@
         h("tbody", null, worst.map((r) => h("tr", {class: `o-${r.outcome}`},
           h("td", {class: "mono"}, r.record), h("td", null, h("span", {class: `badge o-${r.outcome}`}, WORDS[r.outcome] || r.outcome)),
           h("td", null, r.message))))) : null);
+  }
+
+  /** `repeat`: pass@k, pass^k and the checks that flipped, then each run's outcome and message. */
+  function repeatsEl(r) {
+    const k = r.runs, yes = (b) => (b ? "yes" : "no");
+    const flipped = (r.flipped || []).length ? ` · flipped: ${r.flipped.join(", ")}` : "";
+    return h("div", {class: "repeats"},
+      h("p", null, h("b", null, "repeat"), ` ${fmt(r.passed)}/${fmt(k)} runs passed · pass@${k} ${yes(r.pass_at_k)}`,
+        ` · pass^${k} ${yes(r.pass_all_k)}`, r.flaky ? " · flaky" : "", flipped),
+      h("ol", {class: "runs"}, (r.outcomes || []).filter((o) => o && typeof o === "object").map((o) => h("li", {"data-outcome": o.outcome},
+        h("span", {class: `badge o-${o.outcome}`}, WORDS[o.outcome] || o.outcome),
+        o.outcome === "passed" ? "" : ` ${o.message}`))));
   }
 
   function facts(c) {
