@@ -1,98 +1,88 @@
-"""``@frozen`` behaves as ``@dataclass(frozen=True, slots=True)``: each test checks a ``@frozen`` class against its
-dataclass twin."""
+"""The value classes are frozen, slotted dataclasses: what a ``-j`` worker sends back (a case's result,
+with its trajectory and verdict) survives pickling whole, derived fields included; nothing can be
+assigned after the fact; and equal values hash alike."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import pickle
-from dataclasses import FrozenInstanceError, dataclass, field
+from dataclasses import FrozenInstanceError
 
 import pytest
-from trajrun.frozen import frozen
+import trajrun
+from trajrun.errors import Location
+from trajrun.match.expectation import Step
+from trajrun.run.results import CaseResult, Gates, RunResult, SuiteResult, lean
+
+MESSAGES = [
+    {"role": "user", "content": "weather in Paris?"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "paris"}'}},
+        {"id": "c2", "type": "function", "function": {"name": "fetch", "arguments": '{"n": 2}'}},
+    ]},
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    {"role": "tool", "tool_call_id": "c2", "content": "18 C"},
+    {"role": "assistant", "content": "Sunny, 18 C."},
+]  # fmt: skip
 
 
-def _body(cls: type) -> type:
-    """Fields of every kind: plain, default, factory, left out of repr and of comparison; a ``__post_init__``."""
-    cls.__annotations__ = {"name": "str", "count": "int", "tags": "list[str]", "secret": "str", "note": "str",
-                           "size": "int"}
-    cls.count = 0
-    cls.tags = field(default_factory=list)
-    cls.secret = field(default="s3", repr=False)
-    cls.note = field(default="", compare=False)
-    cls.size = -1
-
-    def __post_init__(self: object) -> None:
-        """Derive ``size`` when it was not given."""
-        if self.size < 0:  # type: ignore[attr-defined]
-            object.__setattr__(self, "size", len(self.name))  # type: ignore[attr-defined]
-
-    cls.__post_init__ = __post_init__
-    return cls
+def _failed_case() -> CaseResult:
+    """A failing case as a worker makes it: a real read, a real verdict with a steps report."""
+    traj = trajrun.read_trajectory(MESSAGES)
+    expect = trajrun.Expectation(steps=(Step("search", {"q": "london"}), Step("fetch")))
+    evaluation = trajrun.evaluate(expect, traj)
+    assert evaluation.failures and evaluation.steps is not None
+    return CaseResult("s::weather", "s", "weather", "s.suite.yaml", 3, "failed",
+                      evaluation=evaluation, trajectory=traj, notes=("note",))  # fmt: skip
 
 
-@frozen
-@_body
-class Mine:
-    """Made by ``@frozen``."""
+def test_a_result_crosses_processes_whole() -> None:
+    case = _failed_case()
+    assert case.tool_calls == 2  # derived by __post_init__ from the trajectory
+    run = RunResult((SuiteResult("s", "s.suite.yaml", (case,)),),
+                    gates=Gates("base.json", frozenset({("s", "weather")})))  # fmt: skip
+    back = pickle.loads(pickle.dumps(run, pickle.HIGHEST_PROTOCOL))
+    assert back == run and back is not run
+    got = back.cases[0]
+    assert (got.tool_calls, got.usage, got.trajectory) == (2, case.usage, case.trajectory)
+    steps = got.evaluation.steps
+    assert steps.actual_calls == case.evaluation.steps.actual_calls  # compare=False: checked apart
+    assert steps.expected_steps == case.evaluation.steps.expected_steps
+    assert [c.name for c in steps.actual_calls] == ["search", "fetch"]
+    assert back.suites[0].timestamp == run.suites[0].timestamp
+    assert back.gates.mark(got).baseline == "known"
 
 
-@dataclass(frozen=True, slots=True)
-@_body
-class Twin:
-    """Made by ``dataclass``."""
+def test_a_lean_result_keeps_what_the_totals_need() -> None:
+    case = _failed_case()
+    slim = lean(case, frozenset({"passed"}))
+    assert slim.trajectory is None and slim.evaluation.steps.actual_calls == ()
+    assert (slim.tool_calls, slim.usage) == (2, case.usage)
+    assert pickle.loads(pickle.dumps(slim)) == slim
 
 
-ARGS = [("a",), ("bb", 2), ("c", 1, ["x"]), ("d", 0, [], "k", "n", 7)]
-
-
-@pytest.mark.parametrize("args", ARGS)
-def test_init_defaults_factory_and_post_init(args: tuple) -> None:
-    mine, twin = Mine(*args), Twin(*args)
-    assert dataclasses.astuple(mine) == dataclasses.astuple(twin)
-    assert Mine("a").tags is not Mine("a").tags  # a fresh list from the factory each time
-
-
-@pytest.mark.parametrize("args", ARGS)
-def test_repr_skips_repr_false_fields(args: tuple) -> None:
-    assert repr(Mine(*args)).replace("Mine", "Twin") == repr(Twin(*args))
-    assert "s3" not in repr(Mine(*args))
-
-
-def test_equality_and_hash_follow_compared_fields() -> None:
-    assert Mine("a", note="one") == Mine("a", note="two")  # note: compare=False
-    assert Mine("a") != Mine("a", 1)
-    assert Mine("a") != Twin("a")  # another class never equals
-    assert hash(Mine("a", 1, (), note="x")) == hash(Mine("a", 1, (), note="y"))  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        hash(Mine("a"))  # a list field is unhashable, as with dataclass
-    with pytest.raises(TypeError):
-        hash(Twin("a"))
-
-
-def test_assignment_and_deletion_refused() -> None:
-    mine = Mine("a")
+@pytest.mark.parametrize("make", [
+    _failed_case,
+    lambda: trajrun.read_trajectory(MESSAGES),
+    lambda: Location("s.suite.yaml", 3, 5, "cases[0]"),
+    lambda: Gates(),
+])  # fmt: skip
+def test_nothing_is_assigned_after_the_fact(make) -> None:
+    value = make()
+    name = dataclasses.fields(value)[0].name
     with pytest.raises(FrozenInstanceError):
-        mine.name = "b"  # type: ignore[misc]
+        setattr(value, name, None)
     with pytest.raises(FrozenInstanceError):
-        del mine.name  # type: ignore[misc]
-    with pytest.raises(FrozenInstanceError):
-        mine.other = 1  # type: ignore[attr-defined]
-    assert not hasattr(mine, "__dict__")  # slotted
+        delattr(value, name)
+    with pytest.raises((FrozenInstanceError, TypeError)):  # a name that is no field: TypeError
+        value.extra = 1  # (dataclass's __setattr__ of a slotted class calls super() on the old class)
+    assert not hasattr(value, "__dict__")
 
 
-def test_dataclass_functions_pickle_and_copy() -> None:
-    mine = Mine("a", 3, ["t"], note="n")
-    assert [f.name for f in dataclasses.fields(mine)] == [f.name for f in dataclasses.fields(Twin)]
-    assert dataclasses.replace(mine, count=4) == Mine("a", 4, ["t"])
-    assert dataclasses.asdict(mine) == dataclasses.asdict(Twin("a", 3, ["t"], note="n"))
-    assert Mine.__match_args__ == Twin.__match_args__
-    for clone in (pickle.loads(pickle.dumps(mine)), copy.copy(mine), copy.deepcopy(mine)):
-        assert clone == mine and clone.note == "n" and clone is not mine
-
-
-def test_signature_errors_match_dataclass() -> None:
+def test_equal_values_hash_alike() -> None:
+    first, again = Location("a.yaml", 1, 2, "x"), Location("a.yaml", 1, 2, "x")
+    assert first == again and hash(first) == hash(again) and len({first, again}) == 1
+    assert Location("a.yaml", 1, 3, "x") != first
+    traj = trajrun.read_trajectory(MESSAGES)
     with pytest.raises(TypeError):
-        Mine()  # type: ignore[call-arg]
-    with pytest.raises(TypeError):
-        Mine("a", nope=1)  # type: ignore[call-arg]
+        hash(traj)  # its calls hold dicts of arguments: unhashable, as any such dataclass

@@ -1,7 +1,7 @@
 """The package's layers: every import (at module level, inside a function, or under
 ``if TYPE_CHECKING:``) points down, and no module imports itself back through others.
 
-core (collector, errors, files, frozen, limits, trajectory, yaml_core, yaml_items) → sources →
+core (collector, errors, files, limits, trajectory, yaml_core, yaml_items) → sources →
 match → suites → importers → run → reports → entry (cli, cli_run, cli_shared, cli_config,
 cli_watch, pytest_plugin, __main__, the package's __init__).
 """
@@ -16,8 +16,8 @@ import trajrun
 
 PACKAGE = Path(trajrun.__file__).parent
 LAYERS = ("core", "sources", "match", "suites", "importers", "run", "reports", "entry")
-CORE = ("trajrun.collector", "trajrun.errors", "trajrun.files", "trajrun.frozen", "trajrun.limits",
-        "trajrun.trajectory", "trajrun.yaml_core", "trajrun.yaml_items")
+CORE = ("trajrun.collector", "trajrun.errors", "trajrun.files", "trajrun.limits", "trajrun.trajectory",
+        "trajrun.yaml_core", "trajrun.yaml_items")
 ENTRY = ("trajrun", "trajrun.__main__", "trajrun.cli", "trajrun.cli_run", "trajrun.cli_shared",
          "trajrun.pytest_plugin", "trajrun.cli_config", "trajrun.cli_watch")
 

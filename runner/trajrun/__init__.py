@@ -5,7 +5,8 @@ The public library API. Names load on first use, so ``import trajrun`` stays che
     import trajrun
 
     suite = trajrun.load_suite("suites/weather.suite.yaml")
-    result = trajrun.run_suite(suite)                  # or trajrun.run_paths(["suites/"]) like `trajrun run`
+    result = trajrun.run_suite(suite)                  # or trajrun.run_paths(["suites/"]),
+                                                       # which runs like `trajrun run`
     traj = trajrun.load_trajectory("runs/paris.json")  # any format, detected
     evaluation = trajrun.evaluate(suite.cases[0].expect, traj)
 """
@@ -69,16 +70,29 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-if TYPE_CHECKING:  # the names as type checkers and editors see them
-    from .errors import SourceError, SuiteErrors, TrajrunError
-    from .match.evaluate import evaluate
-    from .match.expectation import Expectation, Step, steps_of
-    from .match.verdict import Evaluation
-    from .run.bulk import evaluate_bulk
-    from .run.bulk_results import BulkSummary
-    from .run.results import CaseResult, RunResult, SuiteResult
-    from .run.runner import RunOptions, run_paths, run_suite
-    from .sources import FORMATS, load_trajectory, read_trajectory
-    from .suites.load import load_suite
-    from .suites.model import Case, Suite
-    from .trajectory import ToolCall, Trajectory, Usage
+if TYPE_CHECKING:  # the names as type checkers and editors see them (`X as X`: re-exported)
+    from .errors import SourceError as SourceError
+    from .errors import SuiteErrors as SuiteErrors
+    from .errors import TrajrunError as TrajrunError
+    from .match.evaluate import evaluate as evaluate
+    from .match.expectation import Expectation as Expectation
+    from .match.expectation import Step as Step
+    from .match.expectation import steps_of as steps_of
+    from .match.verdict import Evaluation as Evaluation
+    from .run.bulk import evaluate_bulk as evaluate_bulk
+    from .run.bulk_results import BulkSummary as BulkSummary
+    from .run.results import CaseResult as CaseResult
+    from .run.results import RunResult as RunResult
+    from .run.results import SuiteResult as SuiteResult
+    from .run.runner import RunOptions as RunOptions
+    from .run.runner import run_paths as run_paths
+    from .run.runner import run_suite as run_suite
+    from .sources import FORMATS as FORMATS
+    from .sources import load_trajectory as load_trajectory
+    from .sources import read_trajectory as read_trajectory
+    from .suites.load import load_suite as load_suite
+    from .suites.model import Case as Case
+    from .suites.model import Suite as Suite
+    from .trajectory import ToolCall as ToolCall
+    from .trajectory import Trajectory as Trajectory
+    from .trajectory import Usage as Usage

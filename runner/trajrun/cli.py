@@ -17,14 +17,15 @@ from . import __version__
 from .cli_run import run
 from .cli_shared import EXIT_INTERNAL, EXIT_USAGE, fail, folder, golden_root_option, parse_vars
 from .errors import TrajrunError, exception_line, exception_trace, inline
-from .sources.formats import FORMATS, TRACE_RULES
+from .sources.formats import TRACE_RULES
 
 TRACEBACK_VAR = "TRAJRUN_TRACEBACK"
 _CLICK_FLOW = (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit)
 
 
 def _internal_error(exc: Exception, show_trace: bool, how_to_see: str) -> NoReturn:
-    """A trajrun bug: one line naming the exception (its traceback first when ``show_trace``), exit status 3."""
+    """A trajrun bug: one line naming the exception (its traceback first when
+    ``show_trace``), exit status 3."""
     if show_trace:
         print(exception_trace(exc), file=sys.stderr)
     last = exception_line(exc)
@@ -43,7 +44,8 @@ def _traceback_wanted() -> bool:
 
 
 class _Trajrun(click.Group):
-    """The ``trajrun`` group: whatever unexpected escapes a command is one line and exit status 3, not a traceback."""
+    """The ``trajrun`` group: whatever unexpected escapes a command is one line and
+    exit status 3, not a traceback."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Run the command line (click's own exits, errors and Ctrl-C keep their behaviour)."""
@@ -53,6 +55,17 @@ class _Trajrun(click.Group):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             _internal_error(exc, _traceback_wanted(), f"rerun with {TRACEBACK_VAR}=1")
+
+
+class _FormatOption(click.Option):
+    """``--format``, whose help names the formats only when shown: naming them loads the readers."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        """The help line, with every reader's format."""
+        from .sources.registry import FORMATS  # deferred: start-up time
+
+        self.help = f"The message format: auto (detected from the content), {', '.join(FORMATS)}."
+        return super().get_help_record(ctx)
 
 
 def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -80,7 +93,7 @@ def _source_options(func: Callable[..., Any]) -> Callable[..., Any]:
         default="auto",
         show_default=True,
         metavar="FORMAT",
-        help=f"The message format: auto (detected from the content), {', '.join(FORMATS)}.",
+        cls=_FormatOption,
     )(func)
     return click.argument("source", type=click.Path(dir_okay=False))(func)
 
@@ -94,8 +107,9 @@ def _load(
     picks: tuple[str | None, str | None] = (None, None),
     traces: str = "auto",
 ) -> Any:
-    """The trajectory of a source file, or exit 2 with the reason (with ``verbose``, each format's too);
-    ``picks`` are ``--thread`` and ``--checkpoint``, ``traces`` how several OpenTelemetry traces are read."""
+    """The trajectory of a source file, or exit 2 with the reason (with ``verbose``, each
+    format's too); ``picks`` are ``--thread`` and ``--checkpoint``, ``traces`` how several
+    OpenTelemetry traces are read."""
     from .sources import load_trajectory  # deferred: start-up time
     from .sources.spelling import SHOW  # deferred: start-up time
 
@@ -184,8 +198,8 @@ def config() -> None:
     type=click.Choice(TRACE_RULES),
     default="auto",
     show_default=True,
-    help="OpenTelemetry, several traces: auto reads fragments of one run as one and refuses whole runs; "
-    "merge reads every trace as one run; one refuses several.",
+    help="OpenTelemetry, several traces: auto reads fragments of one run as one and refuses "
+    "whole runs; merge reads every trace as one run; one refuses several.",
 )
 def show(
     source: str,
@@ -201,7 +215,7 @@ def show(
     """Print the trajectory extracted from SOURCE."""
     from .reports.show import render_json, render_table, render_yaml  # deferred: start-up time
     from .reports.text import not_a_command  # deferred: start-up time
-    from .sources.otel_spans import MERGED  # deferred: start-up time
+    from .sources.readers.otel_spans import MERGED  # deferred: start-up time
 
     traj = _load(source, fmt, select, record, verbose, (thread, checkpoint), traces)
     click.echo({"table": render_table, "yaml": render_yaml, "json": render_json}[output](traj))
@@ -255,9 +269,8 @@ def validate(paths: tuple[str, ...], variables: tuple[str, ...], golden_root: st
         fail(str(exc))
     for line in problems:
         click.echo(not_a_command(inline(line)))
-    click.echo(
-        f"{count} suite file{'s' if count != 1 else ''} checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}"
-    )
+    files = f"{count} suite file{'s' if count != 1 else ''}"
+    click.echo(f"{files} checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}")
     sys.exit(EXIT_USAGE if problems else 0)
 
 
@@ -326,11 +339,13 @@ def diff(old: str, new: str, html_file: str | None, json_file: str | None) -> No
 
 @main.group("import")
 def import_() -> None:
-    """Write suite files from other tools' evaluation data (Google ADK eval sets, LangSmith datasets)."""
+    """Write suite files from other tools' evaluation data (Google ADK
+    eval sets, LangSmith datasets)."""
 
 
 def _import_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The options every importer shares: where the suites go, what source the cases read, --select."""
+    """The options every importer shares: where the suites go, what
+    source the cases read, --select."""
     func = click.option("--force", is_flag=True, help="Replace suite files that exist.")(func)
     func = click.option(
         "--select",
@@ -362,8 +377,8 @@ def _import_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @_import_options
 def import_adk(files: tuple[str, ...], **opts: Any) -> None:
-    """Import Google ADK eval sets (FILES: *.evalset.json, *.test.json): expected tool calls become steps, checked
-    as the test_config.json beside them says (strict without one)."""
+    """Import Google ADK eval sets (FILES: *.evalset.json, *.test.json): expected tool calls become
+    steps, checked as the test_config.json beside them says (strict without one)."""
     from .importers.adk import import_adk as read_adk  # deferred: start-up time
 
     _import(
@@ -388,7 +403,8 @@ def import_adk(files: tuple[str, ...], **opts: Any) -> None:
 )
 @_import_options
 def import_langsmith(file: str, mode: str, args_mode: str, **opts: Any) -> None:
-    """Import a LangSmith dataset export (FILE: JSONL, one example a line): reference messages become steps."""
+    """Import a LangSmith dataset export (FILE: JSONL, one example a line):
+    reference messages become steps."""
     from .importers.langsmith import import_langsmith as read_langsmith  # deferred: start-up time
 
     _import(
@@ -403,12 +419,13 @@ def import_langsmith(file: str, mode: str, args_mode: str, **opts: Any) -> None:
 def _import(
     read: Callable[[Path, Any, Path | None], Any], files: tuple[str, ...], opts: dict[str, Any]
 ) -> None:
-    """Read each input with ``read``, write the suites (stdout or ``-o DIR``), report what was not carried over."""
-    from .importers.common import (
+    """Read each input with ``read``, write the suites (stdout or ``-o DIR``),
+    report what was not carried over."""
+    from .importers.common import (  # deferred: start-up time
         PLACEHOLDER,
         source_choice,
         write_suites,
-    )  # deferred: start-up time
+    )
 
     folder = Path(opts["output"]) if opts["output"] else None
     try:
@@ -417,7 +434,7 @@ def _import(
         written = write_suites(suites, folder, opts["force"])
     except TrajrunError as exc:
         fail(str(exc))
-    for (target, text), suite in zip(written, suites):
+    for (target, text), suite in zip(written, suites, strict=True):
         if target == "-":
             click.echo(text, nl=False)
         else:
@@ -427,7 +444,7 @@ def _import(
             click.echo(f"trajrun: {line}", err=True)
     if source.file is None and source.python == PLACEHOLDER:
         click.echo(
-            f"trajrun: note: fill in the source: each case calls the placeholder `{source.python}`; pass "
-            "--python MODULE:FUNC or --source PATH, or edit the suite",
+            "trajrun: note: fill in the source: each case calls the placeholder "
+            f"`{source.python}`; pass --python MODULE:FUNC or --source PATH, or edit the suite",
             err=True,
         )

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -17,7 +18,6 @@ import click
 from click.core import ParameterSource
 
 from .errors import Location, TrajrunError, did_you_mean, kind
-from .frozen import frozen
 
 CONFIG_FILES = ("trajrun.toml", "pyproject.toml")
 """What is looked for in each folder, the working folder first, then each parent; the first found
@@ -52,7 +52,7 @@ class ConfigErrors(TrajrunError):
         self.lines = tuple(lines)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Setting:
     """One key of the configuration: its value as click takes it (paths made relative to the working
     folder) and the line that sets it (0 when not found)."""
@@ -61,7 +61,7 @@ class Setting:
     line: int
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ProjectConfig:
     """The configuration file found and its checked settings, by key."""
 
@@ -213,7 +213,8 @@ def _read_table(path: Path) -> dict[str, Any] | None:
 
 
 def _parse_toml(text: str, path: Path) -> dict[str, Any]:
-    """A TOML document; ``ConfigErrors`` naming the file, line and column when it is not valid TOML."""
+    """A TOML document; ``ConfigErrors`` naming the file, line and
+    column when it is not valid TOML."""
     if sys.version_info >= (3, 11):
         import tomllib  # deferred: only a project with a configuration file pays for it
     else:

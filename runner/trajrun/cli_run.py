@@ -1,5 +1,5 @@
-"""``trajrun run``: its options, and what it sets up around the library's ``run_paths`` (signals, the collector,
-report files, annotations)."""
+"""``trajrun run``: its options, and what it sets up around the library's ``run_paths`` (signals,
+the collector, report files, annotations)."""
 
 from __future__ import annotations
 
@@ -120,8 +120,8 @@ class _Jobs(click.ParamType):
     "--cassettes",
     type=click.Choice(["auto", "record", "replay", "off"]),
     default=None,
-    help="Live sources' cassettes: replay or else record (auto), record anew, replay only (no model is "
-    "called), or ignore them [default: TRAJRUN_CASSETTES, else auto].",
+    help="Live sources' cassettes: replay or else record (auto), record anew, replay only "
+    "(no model is called), or ignore them [default: TRAJRUN_CASSETTES, else auto].",
 )
 @golden_root_option
 @click.option("-v", "--verbose", count=True, help="One line per case.")
@@ -159,7 +159,8 @@ class _Jobs(click.ParamType):
     type=click.Choice(["local", "dask"]),
     default="local",
     show_default=True,
-    help="Where bulk cases (sources with each) run: this machine (-j N processes), or a Dask cluster.",
+    help="Where bulk cases (sources with each) run: this machine (-j N processes), "
+    "or a Dask cluster.",
 )
 @click.option(
     "--scheduler",
@@ -199,16 +200,12 @@ def run(
     """Run suites (default: suites/) and report."""
     from .files import check_target  # deferred: start-up time
     from .reports.console import ConsoleReporter  # deferred: start-up time
-    from .run.runner import (  # deferred: start-up time
-        RunInterrupted,
-        RunOptions,  # deferred: start-up time
-        run_paths,
-    )
-    from .run.selection import (
+    from .run.runner import RunInterrupted, RunOptions, run_paths  # deferred: start-up time
+    from .run.selection import (  # deferred: start-up time
         ExpressionError,
         compile_expression,
         parse_shard,
-    )  # deferred: start-up time
+    )
 
     try:
         shard = parse_shard(opts["shard"]) if opts["shard"] is not None else None
@@ -221,9 +218,8 @@ def run(
     except (ValueError, ExpressionError, TrajrunError) as exc:
         fail(str(exc))
     _tune_gc()
-    if (
-        opts["cassettes"] is not None
-    ):  # read by each case's live source, in this process and in -j workers
+    if opts["cassettes"] is not None:
+        # read by each case's live source, in this process and in -j workers
         os.environ["TRAJRUN_CASSETTES"] = opts["cassettes"]
     spool = _records_spool(opts)
     options = RunOptions(
@@ -265,8 +261,8 @@ def run(
         )
         done = len(exc.result.cases)
         click.echo(
-            f"trajrun: interrupted; the summary and reports hold the {done} case{'s' if done != 1 else ''} "
-            "that finished",
+            "trajrun: interrupted; the summary and reports hold the "
+            f"{done} case{'s' if done != 1 else ''} that finished",
             err=True,
         )
         sys.exit(EXIT_INTERRUPTED)
@@ -341,7 +337,8 @@ def _remember(result: Any) -> None:
 
 
 def _bulk_options(opts: dict[str, Any], records: Path | None) -> Any:
-    """``--engine``, ``--scheduler`` and where per-record lines go, as options; exits 2 when Dask is missing."""
+    """``--engine``, ``--scheduler`` and where per-record lines go, as options;
+    exits 2 when Dask is missing."""
     import importlib.util  # deferred: start-up time
 
     from .run.bulk import BulkOptions  # deferred: start-up time
@@ -364,8 +361,9 @@ def _note(text: str) -> None:
 
 
 def _kept(junit_xml: str | None, system_out: str, full: str | None) -> frozenset[str] | None:
-    """The outcomes whose results keep their trajectory and steps: every one for the JSON and HTML reports
-    (``full``), those JUnit's ``<system-out>`` shows, else none (the console prints only messages and details)."""
+    """The outcomes whose results keep their trajectory and steps: every one for the JSON and
+    HTML reports (``full``), those JUnit's ``<system-out>`` shows, else none (the console prints
+    only messages and details)."""
     if full:
         return None
     if not junit_xml:
@@ -376,7 +374,8 @@ def _kept(junit_xml: str | None, system_out: str, full: str | None) -> frozenset
 
 
 def _records_spool(opts: dict[str, Any]) -> Path | None:
-    """Where per-record lines go: ``--records FILE``, or a temporary file that ``--junit-each record`` reads."""
+    """Where per-record lines go: ``--records FILE``, or a temporary file that
+    ``--junit-each record`` reads."""
     if opts["records_file"]:
         return Path(opts["records_file"])
     if opts["junit_each"] != "record":
@@ -391,7 +390,8 @@ def _records_spool(opts: dict[str, Any]) -> Path | None:
 
 
 def _judge_options(opts: dict[str, Any]) -> Any:
-    """``--no-judge``, ``--judge-cache DIR``, ``--no-judge-cache`` and ``--judge-concurrency N`` as options."""
+    """``--no-judge``, ``--judge-cache DIR``, ``--no-judge-cache`` and
+    ``--judge-concurrency N`` as options."""
     from .run.judge import JudgeOptions  # deferred: start-up time
 
     cache = None if opts["no_judge_cache"] else Path(opts["judge_cache"]).resolve()
@@ -401,15 +401,16 @@ def _judge_options(opts: dict[str, Any]) -> Any:
 
 
 def _worker_count(jobs: int | str) -> int:
-    """``-j`` as a number: ``auto`` is one worker per core; more than the runner's limit is capped, with a note."""
+    """``-j`` as a number: ``auto`` is one worker per core; more than the runner's
+    limit is capped, with a note."""
     from .run.cores import JOBS_PER_CORE, usable_cores, worker_limit  # deferred: start-up time
 
     count = usable_cores() if jobs == "auto" else int(jobs)
     if count <= worker_limit():
         return count
     click.echo(
-        f"trajrun: note: -j {count} is more than {JOBS_PER_CORE} workers per core ({usable_cores()} cores "
-        f"here); running {worker_limit()}",
+        f"trajrun: note: -j {count} is more than {JOBS_PER_CORE} workers per core "
+        f"({usable_cores()} cores here); running {worker_limit()}",
         err=True,
     )
     return worker_limit()
@@ -417,12 +418,12 @@ def _worker_count(jobs: int | str) -> int:
 
 @contextlib.contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """While the run lasts, SIGTERM (a cancelled CI job) stops it as Ctrl-C does, so the reports are still written."""
+    """While the run lasts, SIGTERM (a cancelled CI job) stops it as Ctrl-C does, so
+    the reports are still written."""
     try:
         previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    except (
-        ValueError
-    ):  # not the main thread (trajrun embedded in another program): leave its signals alone
+    except ValueError:
+        # not the main thread (trajrun embedded in another program): leave its signals alone
         yield
         return
     try:
@@ -438,7 +439,8 @@ def _tune_gc() -> None:
 
 
 def _annotate(result: Any, choice: str | None, stream: Any) -> None:
-    """Under GitHub Actions (or ``--annotations github``): an annotation per failed case, and the job summary."""
+    """Under GitHub Actions (or ``--annotations github``): an annotation per
+    failed case, and the job summary."""
     from .reports import github  # deferred: start-up time
 
     if not github.enabled(choice):
@@ -452,11 +454,16 @@ def _annotate(result: Any, choice: str | None, stream: Any) -> None:
 
 
 def _write_reports(
-    result: Any, junit: tuple[str | None, bool, str], json_file: str | None, html_file: str | None
+    result: Any,
+    junit: tuple[str | None, bool, str, str],
+    json_file: str | None,
+    html_file: str | None,
 ) -> None:
-    """Write the requested report files (atomically); one that cannot be written exits 2 after the others.
+    """Write the requested report files (atomically); one that cannot be
+    written exits 2 after the others.
 
-    ``junit`` is the path (or None), ``--junit-file-line``, ``--junit-system-out`` and ``--junit-each``.
+    ``junit`` is the path (or None), ``--junit-file-line``,
+    ``--junit-system-out`` and ``--junit-each``.
     """
     problems: list[str] = []
     junit_xml, file_line, system_out, each = junit

@@ -1,4 +1,5 @@
-"""What the ``trajrun`` commands share: exit statuses, failing with a one-line error, ``--var`` and folder options."""
+"""What the ``trajrun`` commands share: exit statuses, failing with a one-line error,
+``--var`` and folder options."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ EXIT_INTERNAL = 3
 
 
 def fail(message: str, details: tuple[str, ...] = ()) -> NoReturn:
-    """Print an error without a traceback (then the ``details`` lines) and exit with status 2; each of them one
-    line (a path or a name it quotes cannot break it), none that GitHub Actions would read as a workflow command."""
+    """Print an error without a traceback (then the ``details`` lines) and exit with status 2; each
+    of them one line (a path or a name it quotes cannot break it), none that GitHub Actions would
+    read as a workflow command."""
     from .errors import inline  # deferred: start-up time
     from .reports.text import not_a_command  # deferred: start-up time
 
@@ -35,7 +37,8 @@ def parse_vars(items: tuple[str, ...]) -> dict[str, Any]:
 
 
 def folder(path: str | None) -> Path | None:
-    """An optional folder option as an absolute path (workers and the loader see the same folder)."""
+    """An optional folder option as an absolute path (workers and the
+    loader see the same folder)."""
     return Path(path).resolve() if path else None
 
 

@@ -1,4 +1,5 @@
-"""The garbage collector paused while trajrun builds large acyclic structures (documents, suites)."""
+"""The garbage collector paused while trajrun builds large acyclic structures (documents,
+suites)."""
 
 from __future__ import annotations
 

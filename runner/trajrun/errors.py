@@ -6,14 +6,14 @@ import difflib
 import functools
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .frozen import frozen
 
-
-@frozen
+@dataclass(frozen=True, slots=True)
 class Location:
-    """Where a value came from: a file, a 1-based line and column, and a key path like ``cases[2].steps[0]``."""
+    """Where a value came from: a file, a 1-based line and column, and a key path like
+    ``cases[2].steps[0]``."""
 
     file: str
     line: int = 0
@@ -71,7 +71,8 @@ class SourceError(TrajrunError):
 
 
 class SpecError(TrajrunError):
-    """A malformed expectation (unknown ``$`` operator, mixed keys); ``path`` is relative to the value."""
+    """A malformed expectation (unknown ``$`` operator, mixed keys); ``path`` is relative to the
+    value."""
 
     def __init__(self, message: str, path: tuple[str | int, ...] = ()) -> None:
         super().__init__(message)
@@ -80,14 +81,16 @@ class SpecError(TrajrunError):
 
 
 class CheckError(TrajrunError):
-    """A check that cannot be evaluated on this run (no usage for a token budget, a ``compare`` that raised)."""
+    """A check that cannot be evaluated on this run (no usage for a token budget, a ``compare`` that
+    raised)."""
 
 
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_$][\w$-]*$")
 
 
 def format_path(path: tuple[str | int, ...]) -> str:
-    """``('cases', 2, 'steps', 0)`` as ``cases[2].steps[0]``; odd keys are quoted (``tools["$.a.b"]``)."""
+    """``('cases', 2, 'steps', 0)`` as ``cases[2].steps[0]``; odd keys are quoted
+    (``tools["$.a.b"]``)."""
     if not path:
         return ""
     out, part = _format_head(path[:-1]), path[-1]
@@ -100,8 +103,8 @@ def format_path(path: tuple[str | int, ...]) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _format_head(path: tuple[str | int, ...]) -> str:
-    """``format_path`` of a path's parent, kept: every step of a case, every key of a map shares one (a suite of
-    500,000 steps formats each step's location)."""
+    """``format_path`` of a path's parent, kept: every step of a case, every key of a map shares one
+    (a suite of 500,000 steps formats each step's location)."""
     return format_path(path)
 
 
@@ -124,11 +127,13 @@ def kind(value: Any) -> str:
 def did_you_mean(
     word: str, choices: Iterable[str], meanings: Mapping[str, str] | None = None
 ) -> str:
-    """`` — did you mean 'x'?`` for the closest choice, or ``; expected one of a, b`` when none is close.
+    """`` — did you mean 'x'?`` for the closest choice, or ``; expected one of a, b`` when none is
+    close.
 
-    ``meanings`` maps names other tools use (lower case, words joined by ``_``) to a hint by meaning,
-    which wins over spelling: ``ordered`` is closest to ``unordered`` in letters, not in meaning.
-    A choice written in other case or with ``-`` or spaces (``IN_ORDER``, ``in-order``) is named as is.
+    ``meanings`` maps names other tools use (lower case, words joined by ``_``) to a hint by
+    meaning, which wins over spelling: ``ordered`` is closest to ``unordered`` in letters, not in
+    meaning. A choice written in other case or with ``-`` or spaces (``IN_ORDER``, ``in-order``) is
+    named as is.
     """
     choices = list(choices)
     plain = re.sub(r"[\s-]+", "_", word.strip()).lower()
@@ -142,7 +147,7 @@ def did_you_mean(
 
 def exception_line(exc: BaseException) -> str:
     """The last line Python prints for an exception (``ValueError: bad``), for one-line messages."""
-    import traceback  # deferred: only a failure pays for it (linecache and tokenize cost start-up time)
+    import traceback  # deferred: only failures pay for it (linecache, tokenize: start-up time)
 
     return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
@@ -154,8 +159,8 @@ def exception_trace(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
 
 
-# Characters that could end or rewrite a line of output: C0 controls (line feed, carriage return and tab
-# included), DEL, C1 controls, Unicode line and paragraph separators, and lone surrogates.
+# Characters that could end or rewrite a line of output: C0 controls (line feed, carriage return
+# and tab included), DEL, C1 controls, Unicode line and paragraph separators, and lone surrogates.
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -168,6 +173,7 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def inline(text: str) -> str:
-    """A string from a suite or a source, made safe to embed in one line of a message: every control character,
-    line separator and lone surrogate shown as an escape (a line feed as ``\\n``), so it cannot start a line."""
+    """A string from a suite or a source, made safe to embed in one line of a message: every control
+    character, line separator and lone surrogate shown as an escape (a line feed as ``\\n``), so it
+    cannot start a line."""
     return _UNPRINTABLE.sub(_escape, text)

@@ -39,8 +39,9 @@ class FileWriteError(TrajrunError):
 
 
 def special_kind(path: str | os.PathLike[str]) -> str | None:
-    """``a FIFO (named pipe)``, ``a folder``…: what ``path`` is when it exists and is no regular file (links
-    followed); None for a regular file or nothing. Reading or renaming over such a path would hang or harm."""
+    """``a FIFO (named pipe)``, ``a folder``…: what ``path`` is when it exists and is no regular
+    file (links followed); None for a regular file or nothing. Reading or renaming over such a path
+    would hang or harm."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -51,8 +52,8 @@ def special_kind(path: str | os.PathLike[str]) -> str | None:
 
 
 def check_target(path: str | os.PathLike[str], what: str = "report") -> Path:
-    """The file that writing ``what`` at ``path`` replaces (a symlink is followed); raises unless it is a
-    regular file or does not exist yet."""
+    """The file that writing ``what`` at ``path`` replaces (a symlink is followed); raises unless it
+    is a regular file or does not exist yet."""
     target = Path(os.path.realpath(path))
     try:
         target.stat()
@@ -72,8 +73,8 @@ def check_target(path: str | os.PathLike[str], what: str = "report") -> Path:
 
 @contextlib.contextmanager
 def folder_lock(folder: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``folder`` while writing into it, so concurrent writers of one file take
-    turns (POSIX; elsewhere the atomic rename alone)."""
+    """Hold an exclusive ``flock`` on ``folder`` while writing into it, so concurrent writers of one
+    file take turns (POSIX; elsewhere the atomic rename alone)."""
     if sys.platform == "win32":
         yield
         return
@@ -158,13 +159,15 @@ PROJECT_MARKERS = ("pyproject.toml", ".git")
 
 
 def project_root(folder: Path) -> Path:
-    """The nearest folder from ``folder`` up that holds ``pyproject.toml`` or ``.git``; else ``folder`` itself."""
+    """The nearest folder from ``folder`` up that holds ``pyproject.toml`` or ``.git``; else
+    ``folder`` itself."""
     return _project_root(folder.resolve())
 
 
 @functools.lru_cache(maxsize=64)
 def _project_root(folder: Path) -> Path:
-    """``project_root`` of an absolute, resolved folder: cached, as every golden case of a suite asks it."""
+    """``project_root`` of an absolute, resolved folder: cached, as every golden case of a suite
+    asks it."""
     for candidate in (folder, *folder.parents):
         if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
             return candidate

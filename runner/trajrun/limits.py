@@ -1,4 +1,5 @@
-"""Limits on hostile input that users may raise: one source's size, and regular expressions under a time limit.
+"""Limits on hostile input that users may raise: one source's size, and regular expressions under a
+time limit.
 
 ``$regex`` matchers (the match layer) and ``=~``/``sub()`` in JSONPath ``select`` filters (the
 sources layer) share the bounded regex here. Each limit is read from its environment variable when
@@ -40,7 +41,8 @@ def max_source_bytes() -> int:
 
 
 def env_number(name: str, default: float, unit: str, whole: bool = False) -> float:
-    """A positive number from the environment variable ``name``, or ``default`` when it is unset or empty."""
+    """A positive number from the environment variable ``name``, or ``default`` when it is unset or
+    empty."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -60,17 +62,20 @@ def regex_timeout() -> float:
 
 @functools.lru_cache(maxsize=1024)
 def compile_regex(pattern: str) -> Any:
-    """``pattern`` compiled by the ``regex`` package, whose matches can be stopped after a time limit.
+    """``pattern`` compiled by the ``regex`` package, whose matches can be stopped after a time
+    limit.
 
     The pattern must be one Python's ``re`` accepts (its syntax is what users write). Raises
-    ``re.error`` for a pattern ``re`` refuses, or whose counted repeats expand past ``MAX_REGEX_ITEMS``
-    (the ``regex`` package unrolls them when compiling).
+    ``re.error`` for a pattern ``re`` refuses, or whose counted repeats expand past
+    ``MAX_REGEX_ITEMS`` (the ``regex`` package unrolls them when compiling).
     """
     re.compile(pattern)
     size = _unrolled_size(pattern)
     if size > MAX_REGEX_ITEMS:
-        raise re.error(f"its counted repeats unroll to about {size:,} items, above the limit of "
-                       f"{MAX_REGEX_ITEMS:,}; use * or + instead of large {{n}} counts")  # fmt: skip
+        raise re.error(
+            f"its counted repeats unroll to about {size:,} items, above the limit of "
+            f"{MAX_REGEX_ITEMS:,}; use * or + instead of large {{n}} counts"
+        )
     import regex  # deferred: the regex package costs start-up time
 
     try:
@@ -80,7 +85,8 @@ def compile_regex(pattern: str) -> Any:
 
 
 def regex_search(compiled: Any, text: str) -> bool:
-    """Whether ``compiled`` (from ``compile_regex``) is found in ``text``; ``TimeoutError`` past the time limit."""
+    """Whether ``compiled`` (from ``compile_regex``) is found in ``text``; ``TimeoutError`` past the
+    time limit."""
     limit = regex_timeout()
     try:
         return compiled.search(text, timeout=limit) is not None
@@ -91,8 +97,9 @@ def regex_search(compiled: Any, text: str) -> bool:
 def timeout_message(pattern: str, length: int, limit: float) -> str:
     """What a regex that ran out of time did, and the two ways out."""
     return (
-        f"regex {pattern!r} ran longer than the {limit:g} s limit on a string of {length:,} characters; "
-        f"nested repeats like (a+)+ backtrack exponentially — simplify the pattern, or raise {REGEX_TIMEOUT_VAR}"
+        f"regex {pattern!r} ran longer than the {limit:g} s limit on a string of {length:,} "
+        "characters; nested repeats like (a+)+ backtrack exponentially — simplify the pattern, "
+        f"or raise {REGEX_TIMEOUT_VAR}"
     )
 
 
@@ -102,7 +109,8 @@ _REGEX_TOKEN = re.compile(
 
 
 def _unrolled_size(pattern: str) -> int:
-    """About how many items the counted repeats of ``pattern`` unroll to (``(a{10}){10}`` is 100)."""
+    """About how many items the counted repeats of ``pattern`` unroll to (``(a{10}){10}`` is
+    100)."""
     stack = [[0, 0]]  # per open group: [items so far, items of the last atom]
     for token in _REGEX_TOKEN.finditer(pattern):
         counts = [int(n) for n in token.groups() if n]

@@ -1,4 +1,5 @@
-"""pytest plugin: collect ``*.suite.yaml`` files as test items, so ``pytest`` and pytest-xdist run suites.
+"""pytest plugin: collect ``*.suite.yaml`` files as test items, so
+``pytest`` and pytest-xdist run suites.
 
 Follows pytest's ``doc/en/example/nonpython/conftest.py``: ``pytest_collect_file`` yields a
 :class:`SuiteFile` per suite file, whose cases become :class:`CaseItem` items named as the CLI
@@ -6,13 +7,15 @@ names them (``suites/x.suite.yaml::paris[city=Paris]``).
 
 Outcomes map onto pytest's:
 
-* passed / failed as usual; a failure prints what ``trajrun run`` prints (``file:line``, the message,
-  table and notes), and its short summary line (``-rA``) and JUnit message are the CLI's one-line message.
+* passed / failed as usual; a failure prints what ``trajrun run`` prints (``file:line``,
+  the message, table and notes), and its short summary line (``-rA``) and JUnit message
+  are the CLI's one-line message.
 * a case *error* (missing source, unreadable document, a check that cannot be evaluated) is a pytest
   error: the case runs in the item's setup, and an error is raised there, reported the same way.
 * ``skip: reason`` is a ``skip`` marker; the case is not run.
-* ``xfail: reason`` is handled here, not with ``pytest.mark.xfail``: it covers failures only. A
-  failing case is xfailed, a passing one fails as ``XPASS(strict): reason``, an error stays an error.
+* ``xfail: reason`` is handled here, not with ``pytest.mark.xfail``: it covers
+  failures only. A failing case is xfailed, a passing one fails as
+  ``XPASS(strict): reason``, an error stays an error.
 
 Tags (the suite's and the case's) become markers, registered as they are seen so
 ``--strict-markers`` passes and ``-m smoke`` selects. Some tags are not made markers and are kept
@@ -23,8 +26,8 @@ which as a bare marker would change how the case runs.
 
 The ini option ``trajrun_collect`` (default true) turns collection off; ``--trajrun-var K=V``
 (repeatable) sets template variables as ``trajrun run --var`` does, ``--trajrun-golden-root DIR``
-allows golden files under DIR as ``trajrun run --golden-root`` does, and ``--trajrun-no-judge`` skips
-``judge:`` checks as ``trajrun run --no-judge`` does.
+allows golden files under DIR as ``trajrun run --golden-root`` does, and ``--trajrun-no-judge``
+skips ``judge:`` checks as ``trajrun run --no-judge`` does.
 
 Under ``--junitxml`` a case's ``<testcase>`` is named as ``trajrun run --junit-xml`` names it
 (``classname`` the suite's name, ``name`` the case's; a suite file that cannot be loaded is its file
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
+from _pytest.outcomes import Failed  # pytest.fail.Exception, by a name a type checker can follow
 
 from .errors import SuiteErrors
 from .suites.model import SUITE_SUFFIXES
@@ -51,6 +55,7 @@ except ImportError:  # a pytest that moved it: testcases keep the names pytest g
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
 
+    from .run.execute import SourceCache
     from .run.judge import Judge
     from .run.results import CaseResult
     from .suites.model import Case, Suite
@@ -69,8 +74,8 @@ PYTEST_MARKERS = frozenset(
 )
 
 _VARIABLES = pytest.StashKey[dict[str, Any]]()
-_CACHE = pytest.StashKey["SourceCache"]()
-_JUDGE = pytest.StashKey["Judge"]()
+_CACHE: pytest.StashKey[SourceCache] = pytest.StashKey()
+_JUDGE: pytest.StashKey[Judge] = pytest.StashKey()
 _MARKERS = pytest.StashKey[set[str]]()
 TESTCASE = "trajrun_testcase"
 """The report attribute holding a case's suite and case names for its JUnit ``<testcase>``
@@ -78,7 +83,8 @@ TESTCASE = "trajrun_testcase"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--trajrun-var``, ``--trajrun-golden-root``, ``--trajrun-update-golden`` and ini ``trajrun_collect``."""
+    """Add ``--trajrun-var``, ``--trajrun-golden-root``, ``--trajrun-update-golden``
+    and ini ``trajrun_collect``."""
     group = parser.getgroup("trajrun", "trajrun suites (*.suite.yaml)")
     group.addoption(
         "--trajrun-var",
@@ -92,19 +98,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--trajrun-golden-root",
         dest="trajrun_golden_root",
         metavar="DIR",
-        help="also allow golden files under DIR (default: only inside each suite's project), like `--golden-root`",
+        help="also allow golden files under DIR (default: only inside each suite's project), "
+        "like `--golden-root`",
     )
     group.addoption(
         "--trajrun-update-golden",
         action="store_true",
         dest="trajrun_update_golden",
-        help="rewrite golden files that are missing or whose steps check failed, like `trajrun run --update-golden`",
+        help="rewrite golden files that are missing or whose steps check failed, "
+        "like `trajrun run --update-golden`",
     )
     group.addoption(
         "--trajrun-no-judge",
         action="store_true",
         dest="trajrun_no_judge",
-        help="skip `judge:` checks (reported as skipped, never as passed), like `trajrun run --no-judge`",
+        help="skip `judge:` checks (reported as skipped, never as passed), "
+        "like `trajrun run --no-judge`",
     )
     parser.addini(
         "trajrun_collect",
@@ -129,7 +138,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _judge(config: pytest.Config) -> Judge:
-    """The session's judge: cache in ``.trajrun-cache/`` under pytest's rootdir, ``--trajrun-no-judge`` honoured."""
+    """The session's judge: cache in ``.trajrun-cache/`` under pytest's rootdir,
+    ``--trajrun-no-judge`` honoured."""
     from .run.judge import Judge, JudgeOptions  # deferred: the plugin loads in every pytest session
 
     if _JUDGE not in config.stash:
@@ -139,7 +149,8 @@ def _judge(config: pytest.Config) -> Judge:
 
 
 def _parse_vars(raw: list[str]) -> dict[str, Any]:
-    """``["city=Paris", "n=3"]`` -> ``{"city": "Paris", "n": 3}``; a malformed one is a usage error."""
+    """``["city=Paris", "n=3"]`` -> ``{"city": "Paris", "n": 3}``; a
+    malformed one is a usage error."""
     if not raw:
         return {}
     from .suites.templating import parse_var  # deferred: the plugin loads in every pytest session
@@ -167,9 +178,7 @@ class SuiteFile(pytest.File):
     def collect(self) -> Iterator[CaseItem]:
         """Load the suite; load errors become one collection error listing every message."""
         from .errors import inline  # deferred: the plugin loads in every pytest session
-        from .reports.text import (
-            not_a_command,
-        )  # deferred: the plugin loads in every pytest session
+        from .reports.text import not_a_command  # deferred: as below
         from .suites.load import load_suite  # deferred: the plugin loads in every pytest session
 
         try:  # loaded from its path as the CLI shows it, so its errors name the file the same way
@@ -195,12 +204,14 @@ class SuiteFile(pytest.File):
         return Path(suite_id(self.config.invocation_params.dir, self.path))
 
 
-class CaseProblem(pytest.fail.Exception):
-    """A case that failed or xpassed (raised in the call) or could not run (raised in setup, so pytest says error).
+class CaseProblem(Failed):
+    """A case that failed or xpassed (raised in the call) or could not run (raised
+    in setup, so pytest says error).
 
-    It carries the result, from which the report is built; pytest never shows it as a traceback. It is a
-    ``pytest.fail`` without a Python trace because pytest formats a setup error's traceback before our report
-    replaces it: with the trace, every case paid for parsing the source of every frame.
+    It carries the result, from which the report is built; pytest never shows it as a
+    traceback. It is a ``pytest.fail`` without a Python trace because pytest formats a setup
+    error's traceback before our report replaces it: with the trace, every case paid for
+    parsing the source of every frame.
     """
 
     def __init__(self, result: CaseResult) -> None:
@@ -212,7 +223,8 @@ class CaseProblem(pytest.fail.Exception):
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A case error raised in setup gets the case's report too (pytest builds setup reports without ``repr_failure``)."""
+    """A case error raised in setup gets the case's report too (pytest builds setup
+    reports without ``repr_failure``)."""
     report = yield
     excinfo = call.excinfo
     if (
@@ -279,13 +291,13 @@ class JunitNames:
 
 
 def case_report(result: CaseResult) -> str:
-    """What ``trajrun run`` prints for a case: the one-line message, the details body, then the notes (a suite's
-    or a source's strings escaped as the console escapes them)."""
+    """What ``trajrun run`` prints for a case: the one-line message, the details body, then the
+    notes (a suite's or a source's strings escaped as the console escapes them)."""
     from .errors import inline  # deferred: the plugin loads in every pytest session
-    from .reports.text import (
+    from .reports.text import (  # deferred: the plugin loads in every pytest session
         not_a_command,
         terminal_safe,
-    )  # deferred: the plugin loads in every pytest session
+    )
 
     parts = [
         inline(result.message),
@@ -296,7 +308,8 @@ def case_report(result: CaseResult) -> str:
 
 
 class CaseItem(pytest.Item):
-    """One case of a suite; it runs in setup (so a case error is a pytest error) and is judged in the call."""
+    """One case of a suite; it runs in setup (so a case error is a pytest
+    error) and is judged in the call."""
 
     def __init__(self, *, suite: Suite, case: Case, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -319,10 +332,10 @@ class CaseItem(pytest.Item):
 
     def setup(self) -> None:
         """Run the case (each file source read once per session); a case error is raised here."""
-        from .run.execute import (
+        from .run.execute import (  # deferred: the plugin loads in every pytest session
             SourceCache,
             run_case,
-        )  # deferred: the plugin loads in every pytest session
+        )
         from .run.plans import case_id  # deferred: the plugin loads in every pytest session
 
         cache = self.config.stash.setdefault(_CACHE, SourceCache())
@@ -334,66 +347,64 @@ class CaseItem(pytest.Item):
             with BulkSession() as bulk:  # a bulk case runs in this process, over every record
                 self.result = bulk.run(self.case, self.suite, cid)
         else:
-            self.result = run_case(self.case, self.suite, cid, cache, self.config.getoption("trajrun_update_golden"),
-                                   judge)  # fmt: skip
+            update = self.config.getoption("trajrun_update_golden")
+            self.result = run_case(self.case, self.suite, cid, cache, update, judge)
         if self.result.notes:
             notes = "\n".join(f"note: {_reason(note)}" for note in self.result.notes)
             self.add_report_section("setup", "trajrun", notes)
         verdict = self.result.evaluation.judge if self.result.evaluation else None
         if verdict is not None and verdict.score is not None:
-            from .reports.text import (
-                judge_text,
-            )  # deferred: the plugin loads in every pytest session
+            from .reports.text import judge_text  # deferred: only a judged case needs it
 
             self.add_report_section("setup", "trajrun judge", _reason(judge_text(verdict)))
         if self.result.outcome == "error":
             raise CaseProblem(self.result)
 
     def runtest(self) -> None:
-        """Turn the result into pytest's outcome: failed and xpassed raise, xfailed reports as xfail."""
+        """Turn the result into pytest's outcome: failed and xpassed
+        raise, xfailed reports as xfail."""
         result = self.result
         assert result is not None, "setup() runs the case"
         if result.outcome in ("failed", "xpassed"):
             raise CaseProblem(result)
         if result.outcome == "xfailed":
             pytest.xfail(_reason(result.message))
-        if (
-            result.outcome == "skipped"
-        ):  # what it `requires` is missing, or its only check is a skipped judge
+        if result.outcome == "skipped":
+            # what it `requires` is missing, or its only check is a skipped judge
             pytest.skip(_reason(result.message))
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
-        """A failed case prints as the CLI prints it; anything else falls back to pytest's report."""
+        """A failed case prints as the CLI prints it; anything else
+        falls back to pytest's report."""
         if isinstance(excinfo.value, CaseProblem):
             return self._case_repr(excinfo.value.result)
-        if isinstance(
-            excinfo.value, pytest.xfail.Exception
-        ):  # pytest shows its reason, not this: skip the trace
-            return excinfo.value.msg
+        if isinstance(excinfo.value, pytest.xfail.Exception):
+            # pytest shows its reason, not this: skip the trace
+            return excinfo.value.msg or ""
         return super().repr_failure(excinfo, style)
 
     def _case_repr(self, result: CaseResult) -> TerminalRepr:
-        """``file:line`` then the case report, with the one-line message as the crash line pytest summarises.
+        """``file:line`` then the case report, with the one-line message as
+        the crash line pytest summarises.
 
-        Built from pytest's own report classes, so pytest-xdist carries it from its workers unchanged.
+        Built from pytest's own report classes, so pytest-xdist carries
+        it from its workers unchanged.
         """
-        from _pytest._code.code import (
+        from _pytest._code.code import (  # deferred: as below
             ReprEntry,
             ReprExceptionInfo,
             ReprFileLocation,
             ReprTraceback,
-        )  # deferred: as below
+        )
 
         from .errors import inline  # deferred: the plugin loads in every pytest session
-        from .reports.text import (
-            not_a_command,
-        )  # deferred: the plugin loads in every pytest session
+        from .reports.text import not_a_command  # deferred: as above
 
         where, line = inline(self.location[0]), self.case.loc.line
-        entry = ReprEntry([not_a_command(f"{where}:{line}"), *case_report(result).splitlines()], None, None, None,
-                          "value")  # fmt: skip
+        lines = [not_a_command(f"{where}:{line}"), *case_report(result).splitlines()]
+        entry = ReprEntry(lines, None, None, None, "value")
         crash = ReprFileLocation(where, line, _reason(result.message))
         return ReprExceptionInfo(
             reprtraceback=ReprTraceback([entry], None, "value"), reprcrash=crash
@@ -405,7 +416,8 @@ class CaseItem(pytest.Item):
 
 
 def _reason(text: str) -> str:
-    """A suite's or a source's text (a skip reason, a message, a note) as one line pytest prints safely."""
+    """A suite's or a source's text (a skip reason, a message, a note) as
+    one line pytest prints safely."""
     from .errors import inline  # deferred: the plugin loads in every pytest session
     from .reports.text import not_a_command  # deferred: the plugin loads in every pytest session
 
@@ -413,7 +425,8 @@ def _reason(text: str) -> str:
 
 
 def _is_marker_name(tag: str) -> bool:
-    """Only identifiers can be registered markers; ``_`` names are private to pytest, its own markers act."""
+    """Only identifiers can be registered markers; ``_`` names are private to
+    pytest, its own markers act."""
     return tag.isidentifier() and not tag.startswith("_") and tag not in PYTEST_MARKERS
 
 

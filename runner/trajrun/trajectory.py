@@ -1,20 +1,19 @@
-"""The normal form every message source is read into: ordered tool calls grouped by assistant turn."""
+"""The normal form every message source is read into: ordered tool calls grouped by assistant
+turn."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, NamedTuple, TypeVar
 
-from .frozen import frozen
-
-Row = TypeVar("Row", bound=tuple)  # type: ignore[type-arg]
+Row = TypeVar("Row", bound=tuple)
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts for a run: input includes cache reads and writes, output includes reasoning."""
 
@@ -45,9 +44,9 @@ class ToolCall(NamedTuple):
 
     ``turn`` is the 0-based assistant turn that made the call, ``position`` its index in the run.
     ``result`` is the tool's returned content when ``has_result``; ``error`` is ``None`` where the
-    format records no error flag; ``duration_ms`` is ``None`` where it records no time. A named tuple
-    (immutable like a frozen dataclass) because readers build thousands per run and a tuple is built
-    from a column row at C speed (every column, this last one too: see ``Builder.finish``).
+    format records no error flag; ``duration_ms`` is ``None`` where it records no time. A named
+    tuple (immutable like a frozen dataclass) because readers build thousands per run and a tuple is
+    built from a column row at C speed (every column, this last one too: see ``Builder.finish``).
     """
 
     name: str
@@ -64,8 +63,8 @@ class ToolCall(NamedTuple):
         """The JSON shape of one call in ``trajrun show -o json``.
 
         A tool that returned ``null`` also gets ``"has_result": true``, so reading the shape back
-        tells it from a call with no recorded result (both write ``"result": null``); ``duration_ms``
-        is written only where the source recorded it.
+        tells it from a call with no recorded result (both write ``"result": null``);
+        ``duration_ms`` is written only where the source recorded it.
         """
         out = {
             "name": self.name,
@@ -97,7 +96,7 @@ def rows_as(cls: type[Row], rows: Iterable[tuple[Any, ...]]) -> tuple[Row, ...]:
 _TUPLE_NEW = tuple.__new__
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Trajectory:
     """An agent run as trajrun checks it.
 
@@ -170,8 +169,9 @@ class Trajectory:
 
 
 def finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float, as a value or a key, replaced by its name as a string (``"NaN"``,
-    ``"Infinity"``, ``"-Infinity"``): JSON has no such numbers, and the JSON report writes them so too."""
+    """``value`` with every NaN or infinite float, as a value or a key, replaced by its name as a
+    string (``"NaN"``, ``"Infinity"``, ``"-Infinity"``): JSON has no such numbers, and the JSON
+    report writes them so too."""
     if isinstance(value, float):
         if math.isfinite(value):
             return value

@@ -1,4 +1,5 @@
-"""The one YAML dialect trajrun reads: YAML 1.2 core schema, safe against tags, bombs and deep nesting.
+"""The one YAML dialect trajrun reads: YAML 1.2 core schema, safe against tags, bombs and deep
+nesting.
 
 Suites, golden files, YAML sources and live command output all load through here, so ``on``,
 ``yes`` and unquoted dates are strings and ``010`` is the integer 10 wherever they are written.
@@ -23,7 +24,6 @@ from yaml.reader import Reader
 from yaml.scanner import Scanner
 
 from .collector import collector_paused
-from .frozen import frozen
 
 
 class PyParser(Reader, Scanner, _EventParser):
@@ -35,10 +35,14 @@ class PyParser(Reader, Scanner, _EventParser):
         _EventParser.__init__(self)
 
 
+_CParser: Any = None
+"""libyaml's parser and composer; ``None`` when PyYAML was built without libyaml."""
 try:
-    from yaml.cyaml import CParser as _CParser
+    from yaml._yaml import CParser
+
+    _CParser = CParser
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    _CParser = None
+    pass
 
 parser_class: Any = _CParser or PyParser
 """The event parser: libyaml's (what ``CSafeLoader`` parses with) when available."""
@@ -63,7 +67,7 @@ _STR = _CORE + "str"
 _SEQ, _MAP = _CORE + "seq", _CORE + "map"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class Pos:
     """A 1-based line and column in the file."""
 
@@ -73,7 +77,8 @@ class Pos:
 
 @dataclass(slots=True)
 class Marks:
-    """Where every value (and every mapping key) of a loaded document was written, found by key path.
+    """Where every value (and every mapping key) of a loaded document was written, found by key
+    path.
 
     Positions are looked up in the node tree libyaml composed when they are asked for (a case's
     location, an error), not recorded for every value as it is built: most values are never asked
@@ -83,13 +88,15 @@ class Marks:
 
     root: Node | None = None
     prefix: Path = ()
-    """The key path of ``root`` in the whole document: an item of a file parsed piece by piece (``yaml_items``)."""
+    """The key path of ``root`` in the whole document: an item of a file parsed piece by piece
+    (``yaml_items``)."""
     line_offset: int = 0
     """Added to every line: the marks of a piece of the file parsed on its own."""
     base: Marks | None = None
     """The marks of the rest of the document, for paths outside ``prefix``."""
     pinned: dict[Path, Any] = field(default_factory=dict)
-    """Marks set by hand, standing for the paths under them too: where a piece's items start in the whole file."""
+    """Marks set by hand, standing for the paths under them too: where a piece's items start in the
+    whole file."""
     _found: dict[Path, tuple[Any, Any, bool]] = field(default_factory=dict, init=False, repr=False)
     """Walks already done (a suite asks for every step's position, under the same few parents)."""
 
@@ -115,8 +122,8 @@ class Marks:
         return Pos(key.start_mark.line + 1 + self.line_offset, key.start_mark.column + 1)
 
     def items(self, path: Path) -> list[tuple[int, int]] | None:
-        """The line and column of each item of the list written at ``path``, found at once (every step of a
-        case); None when no list is written there."""
+        """The line and column of each item of the list written at ``path``, found at once (every
+        step of a case); None when no list is written there."""
         if self.base is not None and path[: len(self.prefix)] != self.prefix:
             return self.base.items(path)
         node, _, reached = self._find(path[len(self.prefix) :])
@@ -137,8 +144,8 @@ class Marks:
         )
 
     def _find(self, path: Path) -> tuple[Any, Any, bool]:
-        """The node at ``path`` (from ``root``), the key node naming it (None for an item), and whether it
-        was reached; when it was not, the nearest ancestor's node."""
+        """The node at ``path`` (from ``root``), the key node naming it (None for an item), and
+        whether it was reached; when it was not, the nearest ancestor's node."""
         found = self._found.get(path)
         if found is None:
             if not path:
@@ -155,8 +162,9 @@ _START = attrgetter("start_mark")
 
 
 def _child_node(node: Node, step: PathKey) -> tuple[Node | None, Node] | None:
-    """The key node (None for an item) and value node at ``step`` under ``node``, as ``NodeBuilder`` reads them:
-    a mapping's first key of that name, else its ``<<`` merges in order; None when there is none."""
+    """The key node (None for an item) and value node at ``step`` under ``node``, as ``NodeBuilder``
+    reads them: a mapping's first key of that name, else its ``<<`` merges in order; None when there
+    is none."""
     if isinstance(node, SequenceNode):
         if type(step) is int and 0 <= step < len(node.value):
             return None, node.value[step]
@@ -209,7 +217,8 @@ def _pos(mark: Any) -> Pos:
 def resolve_plain(value: str) -> Any:
     """The YAML 1.2 core-schema value of a plain (unquoted) scalar: ``on`` and dates stay strings.
 
-    Raises ``ValueError`` for an integer longer than ``int_digits_limit()`` digits (as JSON sources do).
+    Raises ``ValueError`` for an integer longer than ``int_digits_limit()`` digits (as JSON sources
+    do).
     """
     if (
         value and value[0] not in _NOT_ONLY_STR
@@ -234,29 +243,34 @@ def resolve_plain(value: str) -> Any:
 
 
 _NOT_ONLY_STR = frozenset("~nNtTfF0123456789+-.")
-"""The first characters of every core-schema null, bool, int and float: a plain scalar starting otherwise is a string."""
+"""The first characters of every core-schema null, bool, int and float: a plain scalar starting
+otherwise is a string."""
 
 
 def int_digits_limit() -> int:
-    """Python's limit on the decimal digits of an int converted from or to text (4,300 by default; 0: none)."""
+    """Python's limit on the decimal digits of an int converted from or to text (4,300 by default;
+    0: none)."""
     return sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
 
 
 def _integer(value: str) -> int:
-    """A core-schema integer (decimal, ``0o``, ``0x``), refused past Python's digit limit however it is written.
+    """A core-schema integer (decimal, ``0o``, ``0x``), refused past Python's digit limit however it
+    is written.
 
-    Hex and octal have no limit of their own, but such an integer could never be printed in a message.
+    Hex and octal have no limit of their own, but such an integer could never be printed in a
+    message.
     """
     limit = int_digits_limit()
+    number: int | None = None
     if value.startswith(("0o", "0x")):
-        number: int | None = int(value[2:], 8 if value[1] == "o" else 16)
+        number = int(value[2:], 8 if value[1] == "o" else 16)
         digits = _digits(number)
     else:
-        number, digits = None, len(value.lstrip("+-"))
+        digits = len(value.lstrip("+-"))
     if limit and digits > limit:
         raise ValueError(
-            f"an integer of {digits:,} digits ({value[:8]}…{value[-8:]}); trajrun reads integers of "
-            f"at most {limit:,} digits (Python's limit) — quote it to keep it as a string"
+            f"an integer of {digits:,} digits ({value[:8]}…{value[-8:]}); trajrun reads integers "
+            f"of at most {limit:,} digits (Python's limit) — quote it to keep it as a string"
         )
     return int(value) if number is None else number
 
@@ -282,14 +296,18 @@ def decode_utf8(data: bytes) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise YamlProblem(
-            f"file is not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} cannot be decoded; "
-            "save the file as UTF-8",
+            f"file is not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} cannot be "
+            "decoded; save the file as UTF-8",
             Pos(line, column),
         ) from None
 
 
-class _CoreNodeParser(_CParser or object):  # type: ignore[misc]
-    """libyaml's parser and composer, tagging plain scalars ``plain`` so the core schema resolves them.
+_ParserBase: Any = _CParser or object
+
+
+class _CoreNodeParser(_ParserBase):
+    """libyaml's parser and composer, tagging plain scalars ``plain`` so the core schema resolves
+    them.
 
     Composition runs in C; aliases stay shared nodes (never expanded here), explicit tags are
     kept as written and checked by ``NodeBuilder``.
@@ -313,14 +331,15 @@ def compose(text: str) -> Node | None:
     gives precise messages, and accepts re-defined anchors) when libyaml is missing or objects."""
     if _CParser is not None and parser_class is _CParser:
         try:
-            return _CoreNodeParser(text).get_single_node()  # type: ignore[no-any-return]
+            return _CoreNodeParser(text).get_single_node()
         except (yaml.YAMLError, RecursionError):
             pass
     return _Composer(parser_class(text)).document()
 
 
 def load_text(text: str) -> Loaded:
-    """Parse one YAML document from text; raises ``YamlProblem`` for syntax errors and refused content."""
+    """Parse one YAML document from text; raises ``YamlProblem`` for syntax errors and refused
+    content."""
     with collector_paused():
         return _load(text)
 
@@ -347,7 +366,8 @@ def _load(text: str) -> Loaded:
 
 
 def load_data(text: str) -> Any:
-    """The data of one YAML document (no marks kept for the caller); a duplicate key is a ``YamlProblem`` too."""
+    """The data of one YAML document (no marks kept for the caller); a duplicate key is a
+    ``YamlProblem`` too."""
     loaded = load_text(text)
     if loaded.duplicates:
         raise loaded.duplicates[0]
@@ -411,7 +431,8 @@ class _Composer:
                 tag = "plain" if event.implicit[0] else _CORE + "str"
             elif tag not in _SCALAR_TAGS:
                 raise _refused(tag, event.start_mark, path)
-            return ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+            # types-PyYAML: a node takes libyaml's marks as well as PyYAML's
+            return ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)  # type: ignore[arg-type]
         kind = "seq" if isinstance(event, yaml.SequenceStartEvent) else "map"
         if tag not in (None, _CORE + kind):
             raise _refused(tag, event.start_mark, path)
@@ -437,18 +458,20 @@ _ALLOWED_TAGS = {
 
 
 def unshared(text: str) -> bool:
-    """Whether a document's text holds no anchor and no tag (nor a ``&`` or ``!`` anywhere, even quoted)."""
+    """Whether a document's text holds no anchor and no tag (nor a ``&`` or ``!`` anywhere, even
+    quoted)."""
     return "&" not in text and "!" not in text
 
 
 class NodeBuilder:
-    """Nodes to plain data, counting nodes reached through aliases; ``marks`` finds where each was written."""
+    """Nodes to plain data, counting nodes reached through aliases; ``marks`` finds where each was
+    written."""
 
     def __init__(self, marks: Marks, unshared: bool = False) -> None:
         self.marks = marks
         self.unshared = unshared
-        """No anchor and no explicit tag in the text: no node is reached twice and every tag is a core one,
-        so collections skip the bookkeeping (a sixth of building a suite)."""
+        """No anchor and no explicit tag in the text: no node is reached twice and every tag is a
+        core one, so collections skip the bookkeeping (a sixth of building a suite)."""
         self.duplicates: list[YamlProblem] = []
         self.seen: set[int] = set()
         self.active: set[int] = set()
@@ -463,7 +486,8 @@ class NodeBuilder:
             self.expanded += 1
             if self.expanded > MAX_ALIAS_NODES:
                 raise YamlProblem(
-                    f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes; refusing to expand them",
+                    f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes; "
+                    "refusing to expand them",
                     _pos(node.start_mark),
                     path,
                 )
@@ -493,8 +517,8 @@ class NodeBuilder:
         return self._mapping(node, path, via_alias)
 
     def _child(self, node: Node, path: Path, step: PathKey, via_alias: bool) -> Any:
-        """``build`` of the item or value at ``step`` of the collection at ``path``, with plain and quoted
-        scalars (most nodes of a suite) done inline, without making their key path.
+        """``build`` of the item or value at ``step`` of the collection at ``path``, with plain and
+        quoted scalars (most nodes of a suite) done inline, without making their key path.
 
         A scalar is not tracked as seen: an alias to one adds a single value, so only collections
         can make aliases expand past ``MAX_ALIAS_NODES``.
@@ -512,8 +536,9 @@ class NodeBuilder:
             return self._collection(node, (*path, step), False)
         return self.build(node, (*path, step), via_alias)
 
-    def _mapping(self, node: MappingNode, path: Path, via_alias: bool) -> dict[str, Any]:
-        """A mapping: own keys first (duplicates reported), then ``<<`` merges for keys not yet set."""
+    def _mapping(self, node: Node, path: Path, via_alias: bool) -> dict[str, Any]:
+        """A mapping: own keys first (duplicates reported), then ``<<`` merges for keys not yet
+        set."""
         out: dict[str, Any] = {}
         merges: list[tuple[Node, Node]] = []
         for key_node, value_node in node.value:
@@ -540,7 +565,8 @@ class NodeBuilder:
         first = self.marks.key(path)
         self.duplicates.append(
             YamlProblem(
-                f"duplicate key '{path[-1]}' (first written at line {first.line}); remove one of them",
+                f"duplicate key '{path[-1]}' (first written at line {first.line}); "
+                "remove one of them",
                 _pos(key_node.start_mark),
                 path,
             )
@@ -549,7 +575,8 @@ class NodeBuilder:
     def _merge(
         self, out: dict[str, Any], key_node: Node, value_node: Node, path: Path, via_alias: bool
     ) -> None:
-        """Apply one ``<<: *anchor`` (or a list of them): earlier sources win, own keys always win."""
+        """Apply one ``<<: *anchor`` (or a list of them): earlier sources win, own keys always
+        win."""
         sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
         for source in sources:
             if not isinstance(source, MappingNode):
@@ -565,15 +592,25 @@ class NodeBuilder:
                 out.setdefault(key, value)
 
 
+_TAG_TYPES: dict[str, Any] = {
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "null": type(None),
+}
+"""The Python types (as ``isinstance`` takes them) a value under each explicit core scalar tag may
+have."""
+
+
 def _scalar(node: ScalarNode) -> Any:
-    """A scalar's value under the core schema, honouring an explicit core tag; ``ValueError`` when it cannot be."""
+    """A scalar's value under the core schema, honouring an explicit core tag; ``ValueError`` when
+    it cannot be."""
     if node.tag == "plain":
         return resolve_plain(node.value)
     kind = node.tag[len(_CORE) :]
     if kind == "str":
         return node.value
     value = resolve_plain(node.value)
-    expected = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[kind]
-    if isinstance(value, bool) and kind != "bool" or not isinstance(value, expected):
+    if isinstance(value, bool) and kind != "bool" or not isinstance(value, _TAG_TYPES[kind]):
         raise ValueError(f"'{node.value}' is not a valid !!{kind}")
     return float(value) if kind == "float" else value

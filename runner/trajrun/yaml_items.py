@@ -1,4 +1,5 @@
-"""A long block sequence read one item at a time, so that a suite of 100,000 cases never exists whole as YAML nodes.
+"""A long block sequence read one item at a time, so that a suite of 100,000 cases never exists
+whole as YAML nodes.
 
 A document whose last top-level key is a block sequence (``cases:`` then ``- `` items) splits
 into its head, the text before the first item (a document of its own, where that key is null),
@@ -42,13 +43,15 @@ class Split:
     """Nodes reached through aliases so far, over every item: the limit is the whole document's."""
 
     def items(self, key: str) -> Iterator[tuple[int, Loaded]]:
-        """Each item as its own ``Loaded``, at key path ``(key, index)``, its marks falling back to the head's."""
+        """Each item as its own ``Loaded``, at key path ``(key, index)``, its marks falling back to
+        the head's."""
         ends = [*self.starts[1:], len(self.text)]
-        for index, (start, end, line) in enumerate(zip(self.starts, ends, self.lines)):
+        for index, (start, end, line) in enumerate(zip(self.starts, ends, self.lines, strict=True)):
             yield index, self._item(self.text[start:end], (key, index), line)
 
     def _item(self, piece: str, path: Path, line: int) -> Loaded:
-        """One item's slice parsed alone; any problem at all is ``Unsplittable`` (the whole file says it exactly)."""
+        """One item's slice parsed alone; any problem at all is ``Unsplittable`` (the whole file
+        says it exactly)."""
         try:
             root = compose(piece)
             if not isinstance(root, SequenceNode) or len(root.value) != 1:
@@ -67,8 +70,9 @@ class Split:
 
 
 def split_last_sequence(text: str, key: str) -> Split | None:
-    """``text`` cut at the items of ``key``, when it is the document's last top-level key and a block
-    sequence written as most files are; None when the file is laid out otherwise (read it whole).
+    """``text`` cut at the items of ``key``, when it is the document's last top-level key and a
+    block sequence written as most files are; None when the file is laid out otherwise (read it
+    whole).
 
     Raises ``Unsplittable`` when the head does not parse cleanly.
     """
@@ -77,7 +81,7 @@ def split_last_sequence(text: str, key: str) -> Split | None:
         return None
     body = written[0] + 1
     first = _FIRST_ITEM.search(text, body)
-    if first is None or _BLANK_LINES.match(text, body).end() != first.start():  # type: ignore[union-attr]
+    if first is None or not _BLANK_LINES.fullmatch(text, body, first.start()):
         return None
     dash = re.escape(first.group(1)) + "-(?: |$)"
     # after the key, every line is an item's first line, deeper than the dash, blank or a comment
@@ -89,7 +93,8 @@ def split_last_sequence(text: str, key: str) -> Split | None:
 
 
 def _head(text: str, key: str, first: re.Match[str]) -> Loaded:
-    """The text before the first item as a document whose last key is ``key`` (null), its mark moved to the first item."""
+    """The text before the first item as a document whose last key is ``key`` (null), its mark moved
+    to the first item."""
     try:
         head = load_text(text)
     except YamlProblem as exc:
@@ -103,13 +108,14 @@ def _head(text: str, key: str, first: re.Match[str]) -> Loaded:
         raise Unsplittable(f"the head does not end with an empty `{key}:`")
     # where the whole file's parse puts the sequence: its first dash
     head.marks.pinned[(key,)] = yaml.Mark(
-        "", first.start(), text.count("\n"), len(first.group(1)), None, None
+        "", first.start(), text.count("\n"), len(first.group(1)), None, 0
     )
     return head
 
 
 def _lines(text: str, starts: list[int]) -> list[int]:
-    """The 0-based line of each offset in ``starts`` (ascending), counting newlines between neighbours only."""
+    """The 0-based line of each offset in ``starts`` (ascending), counting newlines between
+    neighbours only."""
     lines, line, last = [], 0, 0
     for start in starts:
         line += text.count("\n", last, start)

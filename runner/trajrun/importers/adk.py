@@ -1,29 +1,31 @@
-"""Google ADK eval sets (``*.evalset.json``, ``*.test.json``, in all three layouts ADK loads) as suites.
+"""Google ADK eval sets (``*.evalset.json``, ``*.test.json``, in all three layouts ADK loads) as
+suites.
 
-Each eval case becomes a case whose steps are its expected tool calls (``intermediate_data.tool_uses``, or the
-``functionCall`` parts of ``invocation_events``), every invocation's in order, with exact arguments: what ADK's
-``tool_trajectory_avg_score`` compares. The mode and threshold are ADK's: those of the ``test_config.json``
-beside the file, as ADK reads it, else ADK's defaults (EXACT, 1.0). The user's messages become the ``queries``
-argument of the ``python:`` source. Both spellings of every key are read (``eval_cases`` and ``evalCases``), as
-ADK writes either.
+Each eval case becomes a case whose steps are its expected tool calls
+(``intermediate_data.tool_uses``, or the ``functionCall`` parts of ``invocation_events``), every
+invocation's in order, with exact arguments: what ADK's ``tool_trajectory_avg_score`` compares. The
+mode and threshold are ADK's: those of the ``test_config.json`` beside the file, as ADK reads it,
+else ADK's defaults (EXACT, 1.0). The user's messages become the ``queries`` argument of the
+``python:`` source. Both spellings of every key are read (``eval_cases`` and ``evalCases``), as ADK
+writes either.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..frozen import frozen
 from ..sources import load_document
-from ..sources.gemini import legacy_cases
+from ..sources.readers.gemini import legacy_cases
 from ..suites.golden import recorded_step
 from .common import Imported, ImportProblem, SourceChoice, suite_stem, unique_name
 
 FINAL_RESPONSE = (
-    "the expected final responses (ADK scores them with response_match_score, a ROUGE-1 text overlap; "
-    "check the answer with `answer:` or a `judge:` rubric)"
+    "the expected final responses (ADK scores them with response_match_score, a ROUGE-1 text "
+    "overlap; check the answer with `answer:` or a `judge:` rubric)"
 )
 INTERMEDIATE = (
     "the expected intermediate agent responses (sub-agents' text; trajrun checks tool calls)"
@@ -33,22 +35,30 @@ TOOL_RESULTS = (
 )
 RUBRICS = "rubrics (write each as a `judge:` rubric)"
 FINAL_STATE = "the expected final session state (trajrun checks tool calls, not agent state)"
-SCENARIO = "user-simulation scenarios (no fixed conversation, so no expected tool calls): the case is left out"
+SCENARIO = (
+    "user-simulation scenarios (no fixed conversation, so no expected tool calls): "
+    "the case is left out"
+)
 NAMELESS = "tool calls without a name (left out of the steps)"
-PATH_IDS = "the folders of eval ids that are absolute file paths (each case is named by the path's last part)"
+PATH_IDS = (
+    "the folders of eval ids that are absolute file paths "
+    "(each case is named by the path's last part)"
+)
 CONFIG = "test_config.json"
 """The file ADK reads its criteria from, beside the eval data."""
 TRAJECTORY = "tool_trajectory_avg_score"
 MODES = {"EXACT": "strict", "IN_ORDER": "in_order", "ANY_ORDER": "superset"}
-"""ADK's match types (in the order of their enum values) and the trajrun modes that check the same."""
+"""ADK's match types (in the order of their enum values) and the trajrun modes that check the
+same."""
 _ABSOLUTE = re.compile(r"(/|\\\\|[A-Za-z]:[\\/])")
 _SEPARATORS = re.compile(r"[\\/]")
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class AdkConfig:
-    """What ADK's ``test_config.json`` sets for the tool trajectory; ``found`` is False without the file, and
-    ``scored`` False when its criteria leave ``tool_trajectory_avg_score`` out (ADK then scores no tool call)."""
+    """What ADK's ``test_config.json`` sets for the tool trajectory; ``found`` is False without the
+    file, and ``scored`` False when its criteria leave ``tool_trajectory_avg_score`` out (ADK then
+    scores no tool call)."""
 
     found: bool = False
     scored: bool = True
@@ -57,7 +67,8 @@ class AdkConfig:
     ignore_args: bool = False
 
     def defaults(self) -> dict[str, Any]:
-        """The suite's ``defaults``: the mode, and the threshold and argument rule where ADK's are not the strictest."""
+        """The suite's ``defaults``: the mode, and the threshold and argument rule where ADK's are
+        not the strictest."""
         defaults: dict[str, Any] = {"mode": MODES[self.match_type]}
         if self.ignore_args:
             defaults["args_mode"] = "ignore"
@@ -69,8 +80,9 @@ class AdkConfig:
 def import_adk(
     path: Path, source: SourceChoice, select: str | None = None, folder: Path | None = None
 ) -> Imported:
-    """One eval set file as a suite; ``folder`` is where the suite file will live (file sources are made relative
-    to it). Raises ``ImportProblem`` or ``SourceError`` when the file is no eval set."""
+    """One eval set file as a suite; ``folder`` is where the suite file will live (file sources are
+    made relative to it). Raises ``ImportProblem`` or ``SourceError`` when the file is no eval
+    set."""
     doc = load_document(path, select=select)
     set_id, cases = _eval_cases(doc, path)
     config = read_config(path.parent / CONFIG)
@@ -89,8 +101,8 @@ def import_adk(
 
 
 def _eval_cases(doc: Any, path: Path) -> tuple[str | None, list[Any]]:
-    """The eval set's id and its cases, in any of ADK's three layouts; the older list of queries is one case, named
-    after the file."""
+    """The eval set's id and its cases, in any of ADK's three layouts; the older list of queries is
+    one case, named after the file."""
     old = legacy_cases(doc)
     if old is not None:
         if len(old) == 1 and "eval_id" not in old[0]:
@@ -104,22 +116,23 @@ def _eval_cases(doc: Any, path: Path) -> tuple[str | None, list[Any]]:
         inner = [key for key, value in doc.items() if isinstance(_get(value, "eval_cases"), list)]
         hint = f"; the eval set is under {inner[0]!r}: add --select '$.{inner[0]}'" if inner else ""
     raise ImportProblem(
-        f"{path}: not an ADK eval set: expected a map with `eval_cases` (or `evalCases`), or one of "
-        f"the older lists, of {{query, expected_tool_use}} or of {{name, data}}{hint}"
+        f"{path}: not an ADK eval set: expected a map with `eval_cases` (or `evalCases`), or one "
+        f"of the older lists, of {{query, expected_tool_use}} or of {{name, data}}{hint}"
     )
 
 
 def read_config(path: Path) -> AdkConfig:
-    """The trajectory criterion of the ``test_config.json`` at ``path`` (ADK's defaults when there is none): its
-    threshold is a number, or a map of ``threshold`` and maybe ``match_type`` and ``ignore_args``. Raises
-    ``ImportProblem`` for a value ADK would refuse, or ``SourceError`` when the file is not JSON."""
+    """The trajectory criterion of the ``test_config.json`` at ``path`` (ADK's defaults when there
+    is none): its threshold is a number, or a map of ``threshold`` and maybe ``match_type`` and
+    ``ignore_args``. Raises ``ImportProblem`` for a value ADK would refuse, or ``SourceError`` when
+    the file is not JSON."""
     if not path.is_file():
         return AdkConfig()
     doc = load_document(path)
     if not isinstance(doc, dict):
         raise ImportProblem(
-            f"{path}: expected a map with `criteria` (ADK's eval config), found {_found(doc)}; fix it, "
-            f"as ADK refuses it too"
+            f"{path}: expected a map with `criteria` (ADK's eval config), found {_found(doc)}; "
+            f"fix it, as ADK refuses it too"
         )
     criteria = doc.get("criteria")
     if not isinstance(criteria, dict) and criteria is not None:
@@ -137,8 +150,8 @@ def read_config(path: Path) -> AdkConfig:
     ignore_args = _either(criterion, "ignore_args", "ignoreArgs")
     if not isinstance(ignore_args, bool) and ignore_args is not None:
         raise ImportProblem(
-            f"{where}.ignore_args: expected true or false, found {_found(ignore_args)}; fix it, as ADK "
-            "refuses it too"
+            f"{where}.ignore_args: expected true or false, found {_found(ignore_args)}; fix it, "
+            "as ADK refuses it too"
         )
     return AdkConfig(
         found=True,
@@ -160,7 +173,8 @@ def _threshold(value: Any, where: str) -> float:
 
 
 def _match_type(value: Any, where: str) -> str:
-    """ADK's match type as it reads one: a name in any case (``in-order`` too) or the enum's number."""
+    """ADK's match type as it reads one: a name in any case (``in-order`` too) or the enum's
+    number."""
     names = list(MODES)
     if isinstance(value, str):
         name = value.strip().upper().replace("-", "_").replace(" ", "_")
@@ -241,7 +255,8 @@ def _case(
 def _invocation_steps(
     imported: Imported, invocation: dict[str, Any], name: str
 ) -> list[dict[str, Any]]:
-    """The expected tool calls of one invocation, as steps; what else it expects is noted as dropped."""
+    """The expected tool calls of one invocation, as steps; what else it expects is noted as
+    dropped."""
     data = _get(invocation, "intermediate_data")
     data = data if isinstance(data, dict) else {}
     calls = [u for u in _get(data, "tool_uses") or [] if isinstance(u, dict)]
@@ -270,7 +285,8 @@ def _invocation_steps(
 
 
 def _last_part(eval_id: str) -> str:
-    """An eval id that is an absolute path (adk-samples' are paths on their author's machine) cut to its last part."""
+    """An eval id that is an absolute path (adk-samples' are paths on their author's machine) cut to
+    its last part."""
     if not _ABSOLUTE.match(eval_id):
         return eval_id
     return _SEPARATORS.split(eval_id.rstrip("/\\"))[-1]
@@ -289,13 +305,14 @@ def _event_parts(events: Any) -> list[dict[str, Any]]:
 
 
 def _header(path: Path, set_id: str | None, source: SourceChoice, config: AdkConfig) -> list[str]:
-    """The comment on top of the suite: where it came from, what the steps mean and what was taken from ADK's
-    config, what to fill in."""
+    """The comment on top of the suite: where it came from, what the steps mean and what was taken
+    from ADK's config, what to fill in."""
     args = "arguments ignored" if config.ignore_args else "exact arguments"
     lines = [
         f"Imported by `trajrun import adk` from {path.name}"
         + (f" (eval set {set_id})." if set_id else "."),
-        f"Steps: each eval case's expected tool calls, {MODES[config.match_type]} with {args}, as ADK's",
+        f"Steps: each eval case's expected tool calls, {MODES[config.match_type]} with {args}, "
+        "as ADK's",
         "tool_trajectory_avg_score compares them ("
         + ("at threshold 1.0; " if not config.found else "")
         + "ADK scores each invocation apart).",
@@ -303,8 +320,10 @@ def _header(path: Path, set_id: str | None, source: SourceChoice, config: AdkCon
     lines += _config_lines(config)
     if source.file is None:
         lines += [
-            f"Source: `{source.python}` is called with the user's messages as `queries` (and the session",
-            "state as `state`); it runs the agent and returns the session's events. Replace it with your",
+            f"Source: `{source.python}` is called with the user's messages as `queries` "
+            "(and the session",
+            "state as `state`); it runs the agent and returns the session's events. "
+            "Replace it with your",
             "function, or with `source: <file>` for a saved run.",
         ]
     return lines
@@ -330,7 +349,8 @@ def _config_lines(config: AdkConfig) -> list[str]:
     return [
         f"From {CONFIG}: {', '.join(read)};",
         f"so here {', '.join(ours)}.",
-        "trajrun's threshold is the F1 score of steps against calls, order not checked; ADK's is the",
+        "trajrun's threshold is the F1 score of steps against calls, order not checked; "
+        "ADK's is the",
         "share of invocations whose calls match.",
     ]
 

@@ -1,9 +1,11 @@
-"""What every importer shares: imported cases, the placeholder source, the suite file text, the report.
+"""What every importer shares: imported cases, the placeholder source, the suite file text, the
+report.
 
-A suite's strings are Jinja2 templates, so every string the importer writes that holds ``{{``, ``{%`` or
-``{#`` is escaped to render back as written. Keys and values go through the YAML dumper's quoting; the header
-comment's lines have their line breaks and control characters escaped, so no input can start a line of the
-suite. The suite text is then loaded once, so an importer can never hand out a file that does not load.
+A suite's strings are Jinja2 templates, so every string the importer writes that holds ``{{``,
+``{%`` or ``{#`` is escaped to render back as written. Keys and values go through the YAML dumper's
+quoting; the header comment's lines have their line breaks and control characters escaped, so no
+input can start a line of the suite. The suite text is then loaded once, so an importer can never
+hand out a file that does not load.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from typing import Any
 
 from ..errors import SuiteErrors, TrajrunError, inline
 from ..files import atomic_write
-from ..frozen import frozen
 from ..suites.golden import dump_yaml, recorded_step
 from ..suites.load import load_suite
 from ..trajectory import ToolCall
@@ -33,13 +34,15 @@ _SUFFIXES = (".evalset.json", ".test.json", ".jsonl", ".ndjson", ".json")
 
 
 class ImportProblem(TrajrunError):
-    """An input file that cannot be imported at all: names the file, what was expected and found, and a fix."""
+    """An input file that cannot be imported at all: names the file, what was expected and found,
+    and a fix."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SourceChoice:
-    """Where the imported cases' runs come from: a ``python`` callable (``args`` come from each case's inputs)
-    or one ``file`` path for all (``{case}`` in it replaced by each case's name), relative to ``folder``."""
+    """Where the imported cases' runs come from: a ``python`` callable (``args`` come from each
+    case's inputs) or one ``file`` path for all (``{case}`` in it replaced by each case's name),
+    relative to ``folder``."""
 
     python: str = PLACEHOLDER
     file: str | None = None
@@ -65,7 +68,8 @@ def source_choice(python: str | None, file: str | None) -> SourceChoice:
 
 @dataclass
 class Imported:
-    """One suite made from one input file: its cases (as YAML-ready maps) and what could not be carried over."""
+    """One suite made from one input file: its cases (as YAML-ready maps) and what could not be
+    carried over."""
 
     name: str
     origin: Path
@@ -80,8 +84,9 @@ class Imported:
         self.dropped.setdefault(what, []).append(case)
 
     def report(self) -> list[str]:
-        """The report for stderr: each line of the input that could not be read (the first few), then one line per
-        kind of thing not carried over, with the cases it concerns (names and paths on one line each)."""
+        """The report for stderr: each line of the input that could not be read (the first few),
+        then one line per kind of thing not carried over, with the cases it concerns (names and
+        paths on one line each)."""
         lines = [
             f"{self.origin}:{line}: left out: {reason}" for line, reason in self.unreadable[:SHOWN]
         ]
@@ -93,14 +98,15 @@ class Imported:
                 f" and {len(cases) - SHOWN} more" if len(cases) > SHOWN else ""
             )
             lines.append(
-                f"{self.origin}: not carried over: {what} ({len(cases)} case{'s' if len(cases) != 1 else ''}: "
-                f"{shown})"
+                f"{self.origin}: not carried over: {what} "
+                f"({len(cases)} case{'s' if len(cases) != 1 else ''}: {shown})"
             )
         return [inline(line) for line in lines]
 
 
 def steps_of_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
-    """Recorded calls as steps that accept exactly those calls (arguments literal, ``$`` keys escaped)."""
+    """Recorded calls as steps that accept exactly those calls (arguments literal, ``$`` keys
+    escaped)."""
     return [recorded_step(call.name, call.args) for call in calls]
 
 
@@ -126,8 +132,9 @@ def suite_stem(path: Path) -> str:
 def write_suites(
     suites: Sequence[Imported], output: Path | None, force: bool = False
 ) -> list[tuple[str, str]]:
-    """Each suite's text and where it goes: ``(path, text)`` under ``output``, or ``("-", text)`` for stdout
-    (one suite only). Refuses to overwrite an existing file unless ``force``; writes nothing on a refusal."""
+    """Each suite's text and where it goes: ``(path, text)`` under ``output``, or ``("-", text)``
+    for stdout (one suite only). Refuses to overwrite an existing file unless ``force``; writes
+    nothing on a refusal."""
     texts = [suite_text(s) for s in suites]
     if output is None:
         if len(suites) != 1:
@@ -147,16 +154,21 @@ def write_suites(
         raise ImportProblem(
             f"{existing[0]} exists{link}; pass --force to replace it, or choose another -o folder"
         )
-    for target, text in zip(targets, texts):
-        data = text.encode("utf-8")
-        _unlink_symlink(target)
-        atomic_write(target, lambda handle, data=data: handle.write(data), "suite file")
-    return [(str(t), text) for t, text in zip(targets, texts)]
+    for target, text in zip(targets, texts, strict=True):
+        _write_suite(target, text)
+    return [(str(t), text) for t, text in zip(targets, texts, strict=True)]
+
+
+def _write_suite(target: Path, text: str) -> None:
+    """Write one suite file at ``target``, in place of a symlink there."""
+    data = text.encode("utf-8")
+    _unlink_symlink(target)
+    atomic_write(target, lambda handle: handle.writelines([data]), "suite file")
 
 
 def _unlink_symlink(target: Path) -> None:
-    """Remove ``target`` if it is a symlink, so the suite replaces the link: written through it, the suite would
-    overwrite whatever file the link names, inside the output folder or not."""
+    """Remove ``target`` if it is a symlink, so the suite replaces the link: written through it, the
+    suite would overwrite whatever file the link names, inside the output folder or not."""
     try:
         if target.is_symlink():
             target.unlink()
@@ -168,7 +180,8 @@ def _unlink_symlink(target: Path) -> None:
 
 
 def suite_text(imported: Imported) -> str:
-    """The suite file's text: the header comment, then ``suite``, ``defaults`` and ``cases``; checked by loading it."""
+    """The suite file's text: the header comment, then ``suite``, ``defaults`` and ``cases``;
+    checked by loading it."""
     data = {"suite": imported.name, "defaults": imported.defaults, "cases": imported.cases}
     body = dump_yaml(_escape_templates(data))
     text = "".join(f"# {inline(line)}".rstrip() + "\n" for line in imported.header) + body
@@ -177,7 +190,8 @@ def suite_text(imported: Imported) -> str:
 
 
 def _escape_templates(value: Any) -> Any:
-    """Every string Jinja2 would read as a template, written to render as itself (keys are never rendered)."""
+    """Every string Jinja2 would read as a template, written to render as itself (keys are never
+    rendered)."""
     if isinstance(value, dict):
         return {key: _escape_templates(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -190,7 +204,8 @@ def _escape_templates(value: Any) -> Any:
 
 
 def _check_loads(text: str, origin: Path) -> None:
-    """Load the suite text as ``trajrun run`` would; a failure is a bug of the importer, said as such."""
+    """Load the suite text as ``trajrun run`` would; a failure is a bug of the importer, said as
+    such."""
     with tempfile.TemporaryDirectory(prefix="trajrun-import-") as folder:
         path = Path(folder) / "imported.suite.yaml"
         path.write_text(text, encoding="utf-8")

@@ -1,11 +1,13 @@
-"""LangSmith datasets exported as JSONL (one example a line: ``{inputs, outputs, metadata, id}``) as suites.
+"""LangSmith datasets exported as JSONL (one example a line: ``{inputs, outputs, metadata, id}``) as
+suites.
 
-Each example's reference messages (``outputs.messages``, else ``outputs.trajectory``, else ``outputs`` when it is a
-list; ``--select`` points elsewhere) are read in any format trajrun reads, and their tool calls become steps with
-literal arguments, under the match mode and argument rule the user names: what agentevals'
-``create_trajectory_match_evaluator(trajectory_match_mode=…, tool_args_match_mode=…)`` compares. The example's
-``inputs`` become the ``inputs`` argument of the ``python:`` source. A JSONL line that is not JSON is left out
-and reported (``file:line: why``, nothing of it quoted), like every other example that cannot be imported.
+Each example's reference messages (``outputs.messages``, else ``outputs.trajectory``, else
+``outputs`` when it is a list; ``--select`` points elsewhere) are read in any format trajrun reads,
+and their tool calls become steps with literal arguments, under the match mode and argument rule the
+user names: what agentevals' ``create_trajectory_match_evaluator(trajectory_match_mode=…,
+tool_args_match_mode=…)`` compares. The example's ``inputs`` become the ``inputs`` argument of the
+``python:`` source. A JSONL line that is not JSON is left out and reported (``file:line: why``,
+nothing of it quoted), like every other example that cannot be imported.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ UNREADABLE = (
 ANSWER = (
     "the reference's final answer text (trajectory match ignores it too; add `answer:` to check it)"
 )
-RESULTS = "the reference's tool results (trajectory match compares calls only; add `result:` to a step to check one)"
+RESULTS = (
+    "the reference's tool results "
+    "(trajectory match compares calls only; add `result:` to a step to check one)"
+)
 NAME_WIDTH = 60
 
 
@@ -44,7 +49,8 @@ def import_langsmith(
     select: str | None = None,
     folder: Path | None = None,
 ) -> Imported:
-    """One exported dataset as a suite whose cases hold each example's reference steps under ``mode``."""
+    """One exported dataset as a suite whose cases hold each example's reference steps under
+    ``mode``."""
     defaults = {"mode": mode} if args_mode == "exact" else {"mode": mode, "args_mode": args_mode}
     imported = Imported(suite_stem(path), path, _header(path, mode, args_mode, source), defaults)
     taken: set[str] = set()
@@ -57,8 +63,8 @@ def import_langsmith(
 
 
 def _examples(path: Path, imported: Imported) -> list[tuple[int, Any]]:
-    """The export's examples, each with its line (its place in a JSON list); JSONL lines that cannot be read are
-    noted in ``imported`` and left out."""
+    """The export's examples, each with its line (its place in a JSON list); JSONL lines that cannot
+    be read are noted in ``imported`` and left out."""
     kind, zipped = document_kind(path) if path.is_file() else ("", False)
     if kind == "jsonl":
         return _jsonl_examples(path, zipped, imported)
@@ -74,8 +80,9 @@ def _examples(path: Path, imported: Imported) -> list[tuple[int, Any]]:
 
 
 def _jsonl_examples(path: Path, zipped: bool, imported: Imported) -> list[tuple[int, Any]]:
-    """Each line of a JSONL export that is JSON, with its number: a line that is not (bad JSON, a corrupt gzip
-    member) is noted in ``imported`` and left out, so one bad line loses none of the others."""
+    """Each line of a JSONL export that is JSON, with its number: a line that is not (bad JSON, a
+    corrupt gzip member) is noted in ``imported`` and left out, so one bad line loses none of the
+    others."""
     found, limit = [], max_source_bytes()
     try:
         with open_binary(str(path)) as stream:
@@ -108,7 +115,8 @@ def _example(
     taken: set[str],
     options: tuple[SourceChoice, str | None, Path | None],
 ) -> None:
-    """Add one example as a case, or note why it cannot be one; ``place`` is its index and its line."""
+    """Add one example as a case, or note why it cannot be one; ``place`` is its index and its
+    line."""
     source, select, folder = options
     index, line = place
     label = f"line {line}"
@@ -146,7 +154,8 @@ def _example(
 
 
 def _reference(example: dict[str, Any]) -> Any:
-    """The reference messages of an example: ``outputs.messages``, ``outputs.trajectory``, or a list ``outputs``."""
+    """The reference messages of an example: ``outputs.messages``, ``outputs.trajectory``, or a list
+    ``outputs``."""
     outputs = example.get("outputs")
     if isinstance(outputs, list):
         return outputs
@@ -158,7 +167,8 @@ def _reference(example: dict[str, Any]) -> Any:
 
 
 def _name(example: dict[str, Any], index: int) -> str:
-    """A case name: ``metadata.name``, else the first text input (cut), else the example's id, else its line."""
+    """A case name: ``metadata.name``, else the first text input (cut), else the example's id, else
+    its line."""
     metadata = example.get("metadata")
     if (
         isinstance(metadata, dict)
@@ -188,7 +198,9 @@ def _header(path: Path, mode: str, args_mode: str, source: SourceChoice) -> list
     ]
     if source.file is None:
         lines += [
-            f"Source: `{source.python}` is called with the example's `inputs`; it runs the agent and returns",
-            "its messages. Replace it with your function, or with `source: <file>` for a saved run.",
+            f"Source: `{source.python}` is called with the example's `inputs`; "
+            "it runs the agent and returns",
+            "its messages. Replace it with your function, "
+            "or with `source: <file>` for a saved run.",
         ]
     return lines

@@ -1,12 +1,22 @@
-"""One case's map (defaults merged, templates rendered) to a ``Case`` model, every problem reported at its path."""
+"""One case's map (defaults merged, templates rendered) to a ``Case`` model, every problem
+reported at its path."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ..errors import kind
-from ..match.expectation import ARGS_MODES, MODES, ORDERED_MODES, UNSET, Expectation, JudgeSpec
+from ..match.expectation import (
+    ARGS_MODES,
+    MODES,
+    ORDERED_MODES,
+    UNSET,
+    ArgsMode,
+    Expectation,
+    JudgeSpec,
+    Mode,
+)
 from ..match.failed import FAILED_CALLS, FAILED_CALLS_MEANINGS
 from ..sources.extras import requirement_problem
 from ..yaml_core import Path as KeyPath
@@ -42,6 +52,8 @@ JUDGE_KEYS = ("rubric", "reference", "threshold", "model")
 COUNTING_KEYS = ("steps", "golden", "calls", "never", "budget")
 """The checks ``failed_calls: ignore`` leaves failed calls out of."""
 
+_Default = TypeVar("_Default", float, None)
+
 
 class CaseBuilder:
     """One rendered case to a ``Case`` model, every problem reported at its path."""
@@ -58,7 +70,8 @@ class CaseBuilder:
         self.golden_root = golden_root
 
     def build(self, suite_tags: tuple[str, ...], misspelt: bool = False) -> Case:
-        """The case model (``misspelt``: an unknown key was reported, so no "asserts nothing" on top)."""
+        """The case model (``misspelt``: an unknown key was reported, so no "asserts nothing" on
+        top)."""
         case, ctx = self.case, self.ctx
         source = (
             parse_source(case["source"], ("source",), ctx, self.folder)
@@ -68,14 +81,14 @@ class CaseBuilder:
         if "source" not in case:
             ctx.error(
                 (),
-                f"case '{self.name}' has no source: add `source:` (a file path, or a map with file, "
-                "messages, command or python), or set one in defaults",
+                f"case '{self.name}' has no source: add `source:` (a file path, or a map with "
+                "file, messages, command or python), or set one in defaults",
             )
         if not misspelt and not any(key in case for key in ASSERTING):
             ctx.error(
                 (),
-                f"case '{self.name}' asserts nothing: add steps, golden, never, before, calls, budget, "
-                "nodes, answer, judge or latency",
+                f"case '{self.name}' asserts nothing: add steps, golden, never, before, calls, "
+                "budget, nodes, answer, judge or latency",
             )
         tags = suite_tags + (ctx.names(case["tags"], ("tags",), "tags") if "tags" in case else ())
         check_bulk_case(case, source, ctx)
@@ -113,8 +126,8 @@ class CaseBuilder:
         )
         return Expectation(
             steps=steps,
-            mode=mode,  # type: ignore[arg-type]
-            args_mode=args_mode,  # type: ignore[arg-type]
+            mode=cast(Mode, mode),  # _choice returned one of MODES
+            args_mode=cast(ArgsMode, args_mode),
             tools=parse_tools(case["tools"], ("tools",), ctx) if "tools" in case else {},
             never=ctx.names(case["never"], ("never",), "never") if "never" in case else (),
             before=self._before(),
@@ -203,7 +216,8 @@ class CaseBuilder:
                 self.ctx.error(
                     ("steps", i, "parallel"),
                     f"parallel groups need mode strict or in_order (they check that "
-                    f"calls share a turn); mode '{mode}' ignores turns — list the steps without `parallel`",
+                    f"calls share a turn); mode '{mode}' ignores turns — list the steps "
+                    "without `parallel`",
                     key=True,
                 )
                 return
@@ -218,7 +232,7 @@ class CaseBuilder:
             else None
         )
 
-    def _share(self, key: str, default: float | None) -> float | None:
+    def _share(self, key: str, default: _Default) -> float | _Default:
         """A number from 0 to 1 (``threshold``, ``pass_rate``)."""
         value = self.case.get(key, default)
         if key in self.case and self.ctx.check(
@@ -266,7 +280,8 @@ class CaseBuilder:
         )
 
     def _golden(self) -> Path | None:
-        """The golden file, resolved against the suite's folder; it must lie inside the project (it gets written)."""
+        """The golden file, resolved against the suite's folder; it must lie inside the project
+        (it gets written)."""
         value = self.case.get("golden")
         if "golden" not in self.case or not self.ctx.check(
             value, str, ("golden",), "golden must be a file path"
@@ -290,7 +305,8 @@ class CaseBuilder:
         )
 
     def _requires(self) -> tuple[str, ...]:
-        """``requires``: extras (``trajrun[otel]``) and modules without which the case is skipped."""
+        """``requires``: extras (``trajrun[otel]``) and modules without which the case is
+        skipped."""
         value = self.case.get("requires", [])
         if not self.ctx.check(
             value,
@@ -305,7 +321,8 @@ class CaseBuilder:
                 requirement_problem(item)
                 if isinstance(item, str)
                 else (
-                    f"expected an extra such as 'trajrun[otel]' or a Python module name, found {kind(item)}"
+                    "expected an extra such as 'trajrun[otel]' or a Python module name, "
+                    f"found {kind(item)}"
                 )
             )
             if problem:
@@ -378,9 +395,10 @@ def judge_settings(value: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
 
 
 def _check_key_route(out: dict[str, Any], ctx: Ctx) -> None:
-    """The judge's key reaches only an endpoint chosen with it: a suite's own ``base_url`` needs the suite's
-    ``api_key_env`` (or ``api_key``), else OPENAI_API_KEY would go to a host the suite picked; a server on
-    this machine needs none (it is sent no key). ``api_key_env`` must be a variable's name."""
+    """The judge's key reaches only an endpoint chosen with it: a suite's own ``base_url`` needs
+    the suite's ``api_key_env`` (or ``api_key``), else OPENAI_API_KEY would go to a host the suite
+    picked; a server on this machine needs none (it is sent no key). ``api_key_env`` must be a
+    variable's name."""
     import re  # deferred: only suites with judge_defaults need it
 
     name = out.get("api_key_env")
@@ -415,8 +433,8 @@ def _check_key_route(out: dict[str, Any], ctx: Ctx) -> None:
 
 
 def _http_host(url: str) -> str | None:
-    """The host of an ``http://`` or ``https://`` URL; ``None`` for anything else (a bad port, spaces, control
-    characters and non-ASCII text included)."""
+    """The host of an ``http://`` or ``https://`` URL; ``None`` for anything else (a bad port,
+    spaces, control characters and non-ASCII text included)."""
     import urllib.parse  # deferred: only suites with a base_url need it
 
     if not all(33 <= ord(c) <= 126 for c in url):

@@ -1,14 +1,18 @@
-"""A suite or golden YAML file as data with locations, and ``Ctx``, which reports problems at key paths."""
+"""A suite or golden YAML file as data with locations, and ``Ctx``, which reports problems at key
+paths."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeGuard, TypeVar, overload
 
 from ..errors import Location, SpecError, SuiteError, SuiteErrors, did_you_mean, format_path, kind
 from ..match.matchers import compile_value
 from ..yaml_core import Loaded, Marks, YamlProblem, decode_utf8, load_text
 from ..yaml_core import Path as KeyPath
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 def read_document(path: Path, file: str) -> tuple[Loaded, Ctx]:
@@ -29,7 +33,8 @@ def read_text(path: Path, file: str) -> str:
 
 
 def parse_document(text: str, file: str) -> tuple[Loaded, Ctx]:
-    """Parse one YAML document; syntax and refused content raise ``SuiteErrors``, duplicate keys are reported."""
+    """Parse one YAML document; syntax and refused content raise ``SuiteErrors``, duplicate keys
+    are reported."""
     try:
         loaded = load_text(text)
     except YamlProblem as exc:
@@ -55,7 +60,8 @@ def raise_errors(errors: list[SuiteError]) -> None:
 
 
 class Ctx:
-    """Reports errors at key paths of one document; ``origins`` maps path prefixes to where they were written."""
+    """Reports errors at key paths of one document; ``origins`` maps path prefixes to where they
+    were written."""
 
     def __init__(
         self,
@@ -87,17 +93,16 @@ class Ctx:
         return Location(self.file, pos.line, pos.column, format_path(where))
 
     def item_locs(self, path: KeyPath, count: int) -> list[Location]:
-        """The locations of the ``count`` items of the list at ``path``, found at once (a case's steps)."""
+        """The locations of the ``count`` items of the list at ``path``, found at once (a case's
+        steps)."""
         where = self.absolute(path)
         positions = self.marks.items(where)
         inside = any(len(p) > len(path) and p[: len(path)] == path for p in self.origins)
-        if (
-            positions is None or len(positions) != count or inside
-        ):  # not written as one list: item by item
+        if positions is None or len(positions) != count or inside:
+            # not written as one list: item by item
             return [self.loc((*path, i)) for i in range(count)]
-        head = format_path(
-            where
-        )  # each item's path is format_path((*where, i)): the head, then [i]
+        # each item's path is format_path((*where, i)): the head, then [i]
+        head = format_path(where)
         return [
             Location(self.file, line, column, f"{head}[{i}]")
             for i, (line, column) in enumerate(positions)
@@ -120,8 +125,21 @@ class Ctx:
                 )
         return {k: v for k, v in value.items() if k in allowed}
 
-    def check(self, value: Any, types: type | tuple[type, ...], path: KeyPath, what: str) -> bool:
-        """Whether ``value`` has one of ``types`` (booleans are never numbers); reports it if not."""
+    @overload
+    def check(self, value: object, types: type[T], path: KeyPath, what: str) -> TypeGuard[T]: ...
+
+    @overload
+    def check(
+        self, value: object, types: tuple[type[T], type[U]], path: KeyPath, what: str
+    ) -> TypeGuard[T | U]: ...
+
+    def check(
+        self, value: object, types: type | tuple[type, ...], path: KeyPath, what: str
+    ) -> bool:
+        """Whether ``value`` has one of ``types`` (booleans are never numbers); reports it if not.
+
+        The overloads tell a type checker what ``value`` is where the check passed.
+        """
         ok = isinstance(value, types) and not (
             isinstance(value, bool) and bool not in _tuple(types)
         )
@@ -158,7 +176,8 @@ class Ctx:
         return tuple(good)
 
     def compiled(self, value: Any, path: KeyPath) -> Any:
-        """An expected value with its ``$`` matchers compiled; every problem reported at its own path."""
+        """An expected value with its ``$`` matchers compiled; every problem reported at its own
+        path."""
         problems: list[SpecError] = []
         compiled = compile_value(value, (), problems)
         for problem in problems:

@@ -1,4 +1,5 @@
-"""Checked parsing of expectation parts (steps, tools, calls, budget, latency) from YAML data into models.
+"""Checked parsing of expectation parts (steps, tools, calls, budget, latency) from YAML data
+into models.
 
 Every problem is reported through a ``Ctx`` at its key path, and parsing goes on, so a user
 sees all the errors of a file at once. The suite loader and the golden-file reader share this.
@@ -7,7 +8,7 @@ sees all the errors of a file at once. The suite loader and the golden-file read
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from ..errors import Location, did_you_mean, kind
 from ..match.expectation import (
@@ -15,8 +16,10 @@ from ..match.expectation import (
     ARGS_MODES,
     FIELD_KINDS,
     UNSET,
+    ArgsMode,
     Budget,
     CountBound,
+    FieldKind,
     FieldRule,
     Step,
     ToolRule,
@@ -63,8 +66,8 @@ def _other_key(value: str, key: str, rule: str) -> str:
 
 
 MODE_MEANINGS = {
-    # other tools' names, by meaning: agentevals/openevals (strict, unordered, subset, superset), ADK
-    # (EXACT, IN_ORDER, ANY_ORDER); lower case, words joined by _ (see errors.did_you_mean)
+    # other tools' names, by meaning: agentevals/openevals (strict, unordered, subset, superset),
+    # ADK (EXACT, IN_ORDER, ANY_ORDER); lower case, words joined by _ (see errors.did_you_mean)
     **dict.fromkeys(
         ("ordered", "order", "sequence", "sequential", "same_order", "exact_order", "strict_order"),
         _hint(MODE_WORDS, "strict", "in_order"),
@@ -93,9 +96,10 @@ MODE_MEANINGS = {
     ),
     **dict.fromkeys(("only", "at_most", "allowed", "within"), _hint(MODE_WORDS, "subset")),
     **dict.fromkeys(("subsequence", "in_sequence"), _hint(MODE_WORDS, "in_order")),
-    "exact": f"{_other_key('exact', 'args_mode', 'a match mode')}: {_hint(MODE_WORDS, 'strict', 'in_order')}",
-    "ignore": f"{_other_key('ignore', 'args_mode', 'a match mode')} (`args_mode: ignore` does not compare "
-    f"arguments); the match modes are {', '.join(MODE_WORDS)}",
+    "exact": f"{_other_key('exact', 'args_mode', 'a match mode')}: "
+    f"{_hint(MODE_WORDS, 'strict', 'in_order')}",
+    "ignore": f"{_other_key('ignore', 'args_mode', 'a match mode')} (`args_mode: ignore` does "
+    f"not compare arguments); the match modes are {', '.join(MODE_WORDS)}",
 }
 ARGS_MODE_MEANINGS = {
     **dict.fromkeys(
@@ -115,9 +119,11 @@ ARGS_MODE_MEANINGS = {
         _hint(ARGS_MODE_WORDS, "superset"),
     ),
     **dict.fromkeys(("only", "at_most", "optional", "within"), _hint(ARGS_MODE_WORDS, "subset")),
-    "strict": f"{_other_key('strict', 'mode', 'an argument rule')}: {_hint(ARGS_MODE_WORDS, 'exact')}",
+    "strict": f"{_other_key('strict', 'mode', 'an argument rule')}: "
+    f"{_hint(ARGS_MODE_WORDS, 'exact')}",
     **{
-        name: f"{_other_key(name, 'mode', 'an argument rule')}; the argument rules are {', '.join(ARGS_MODES)}"
+        name: f"{_other_key(name, 'mode', 'an argument rule')}; the argument rules are "
+        f"{', '.join(ARGS_MODES)}"
         for name in ("unordered", "in_order")
     },
 }
@@ -126,12 +132,19 @@ ARGS_MODE_MEANINGS = {
 def named_rule(
     value: Any, choices: tuple[str, ...], meanings: dict[str, str], path: Path, ctx: Ctx, what: str
 ) -> str | None:
-    """``value`` when it is one of ``choices`` (a ``mode`` or ``args_mode``); an unknown name is reported
-    with the choice it means where ``meanings`` knows the name (other tools' names), else the nearest."""
+    """``value`` when it is one of ``choices`` (a ``mode`` or ``args_mode``); an unknown name is
+    reported with the choice it means where ``meanings`` knows the name (other tools' names), else
+    the nearest."""
     if isinstance(value, str) and value not in choices:
         ctx.error(path, f"unknown {what} '{value}'{did_you_mean(value, choices, meanings)}")
         return None
     return ctx.choice(value, choices, path, what)
+
+
+def _args_mode(value: Any, path: Path, ctx: Ctx) -> ArgsMode | None:
+    """An ``args_mode`` name, or ``None`` (reported)."""
+    mode = named_rule(value, ARGS_MODES, ARGS_MODE_MEANINGS, path, ctx, "argument rule")
+    return cast("ArgsMode | None", mode)  # one of ARGS_MODES, ArgsMode's names
 
 
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -165,7 +178,8 @@ def parse_steps(
 
 
 def _is_group(item: Any) -> bool:
-    """``{parallel: [...]}``: a one-key map whose list value cannot be arguments (those are a map or a string)."""
+    """``{parallel: [...]}``: a one-key map whose list value cannot be arguments (those are a map
+    or a string)."""
     return isinstance(item, dict) and len(item) == 1 and isinstance(item.get("parallel"), list)
 
 
@@ -194,12 +208,11 @@ def _group(items: list[Any], path: Path, ctx: Ctx, check_names: bool) -> list[St
 def parse_step(
     item: Any, path: Path, ctx: Ctx, loc: Location | None = None, check_names: bool = False
 ) -> Step | None:
-    """A bare name, a one-key ``{tool: args}`` map, or the long form with ``name``; ``loc`` is where it was
-    written, when known; ``check_names`` as in ``parse_steps``."""
+    """A bare name, a one-key ``{tool: args}`` map, or the long form with ``name``; ``loc`` is
+    where it was written, when known; ``check_names`` as in ``parse_steps``."""
     loc = ctx.loc(path) if loc is None else loc
-    if (
-        isinstance(item, dict) and len(item) == 1
-    ):  # the usual {tool: args}, unless it is the long form's {name: tool}
+    # the usual {tool: args}, unless it is the long form's {name: tool}
+    if isinstance(item, dict) and len(item) == 1:
         name, args = next(iter(item.items()))
         if name != "name" or not isinstance(args, str):
             if check_names and not_a_name(name):
@@ -233,7 +246,8 @@ def parse_step(
     else:
         ctx.error(
             path,
-            f"a step is a tool name, a {{tool: args}} map or a long form with `name`; found {kind(item)}",
+            "a step is a tool name, a {tool: args} map or a long form with `name`; "
+            f"found {kind(item)}",
         )
     return None
 
@@ -249,9 +263,7 @@ def _long_step(
     item = ctx.keys(item, STEP_KEYS, path, f"in step '{item['name']}'")
     mode = item.get("args_mode")
     if mode is not None:
-        mode = named_rule(
-            mode, ARGS_MODES, ARGS_MODE_MEANINGS, (*path, "args_mode"), ctx, "argument rule"
-        )
+        mode = _args_mode(mode, (*path, "args_mode"), ctx)
     error = item.get("error")
     if error is not None and not ctx.check(
         error, bool, (*path, "error"), "error must be true or false"
@@ -260,7 +272,7 @@ def _long_step(
     return Step(
         name=item["name"],
         args=_args(item.get("args"), (*path, "args"), ctx, item["name"]),
-        args_mode=mode,  # type: ignore[arg-type]
+        args_mode=mode,
         result=ctx.compiled(item["result"], (*path, "result")) if "result" in item else UNSET,
         error=error,
         loc=loc,
@@ -268,7 +280,8 @@ def _long_step(
 
 
 def _args(value: Any, path: Path, ctx: Ctx, name: str) -> Any:
-    """Expected arguments: null means any, a string compares with undecodable ones, a map is compiled."""
+    """Expected arguments: null means any, a string compares with undecodable ones, a map is
+    compiled."""
     if type(value) is dict:  # the usual: a map of arguments
         return ctx.compiled(value, path)
     if value is None:
@@ -294,13 +307,14 @@ def _tool_rule(rule: Any, path: Path, ctx: Ctx, tool: str) -> ToolRule | None:
     """One ``tools`` entry."""
     loc = ctx.loc(path)
     if isinstance(rule, str):
-        mode = named_rule(rule, ARGS_MODES, ARGS_MODE_MEANINGS, path, ctx, "argument rule")
-        return ToolRule(args_mode=mode, loc=loc) if mode else None  # type: ignore[arg-type]
+        mode = _args_mode(rule, path, ctx)
+        return ToolRule(args_mode=mode, loc=loc) if mode else None
     if isinstance(rule, list):
         if not rule:
             ctx.error(
                 path,
-                f"the field list of '{tool}' is empty; list fields to compare, or write `{tool}: ignore`",
+                f"the field list of '{tool}' is empty; list fields to compare, or write "
+                f"`{tool}: ignore`",
             )
             return None
         names = ctx.names(rule, path, f"the field list of '{tool}'")
@@ -309,8 +323,8 @@ def _tool_rule(rule: Any, path: Path, ctx: Ctx, tool: str) -> ToolRule | None:
     if not isinstance(rule, dict) or not rule:
         ctx.error(
             path,
-            f"the rule for '{tool}' must be a rule name ({', '.join(ARGS_MODES)}), a list of fields, "
-            f"or a map with args_mode, fields or compare; found {kind(rule)}",
+            f"the rule for '{tool}' must be a rule name ({', '.join(ARGS_MODES)}), a list of "
+            f"fields, or a map with args_mode, fields or compare; found {kind(rule)}",
         )
         return None
     return _tool_map(
@@ -338,11 +352,9 @@ def _tool_map(
             )
     mode = rule.get("args_mode")
     if mode is not None:
-        mode = named_rule(
-            mode, ARGS_MODES, ARGS_MODE_MEANINGS, (*path, "args_mode"), ctx, "argument rule"
-        )
+        mode = _args_mode(mode, (*path, "args_mode"), ctx)
     fields = _fields(rule["fields"], (*path, "fields"), ctx) if "fields" in rule else {}
-    return ToolRule(args_mode=mode, fields=fields, compare=compare, loc=loc)  # type: ignore[arg-type]
+    return ToolRule(args_mode=mode, fields=fields, compare=compare, loc=loc)
 
 
 def _fields(value: Any, path: Path, ctx: Ctx) -> dict[str, FieldRule]:
@@ -378,11 +390,12 @@ def _field_rule(spec: Any, path: Path, ctx: Ctx) -> FieldRule | None:
     if isinstance(spec, dict):
         ctx.error(
             path,
-            f"a field comparator map is {{approx: tolerance}}; found keys {', '.join(spec) or 'none'}",
+            "a field comparator map is {approx: tolerance}; "
+            f"found keys {', '.join(spec) or 'none'}",
         )
         return None
     kind_ = ctx.choice(spec, plain + ("{approx: tol}",), path, "field comparator")
-    return FieldRule(kind_) if kind_ in plain else None  # type: ignore[arg-type]
+    return FieldRule(cast(FieldKind, kind_)) if kind_ in plain else None
 
 
 def _check_jsonpaths(items: list[tuple[Path, Any]], ctx: Ctx, key: bool) -> None:
@@ -395,7 +408,8 @@ def _check_jsonpaths(items: list[tuple[Path, Any]], ctx: Ctx, key: bool) -> None
 
 
 def jsonpath_problem(text: str) -> str | None:
-    """Why ``text`` is not a JSONPath trajrun can apply (a syntax error, a bad ``=~`` regex), or ``None``."""
+    """Why ``text`` is not a JSONPath trajrun can apply (a syntax error, a bad ``=~`` regex), or
+    ``None``."""
     try:
         parse_jsonpath(text)
     except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises plain Exception subclasses; a bad regex re.error

@@ -1,4 +1,5 @@
-"""Golden files: a run's steps as YAML (what ``trajrun record`` prints) and reading them back as steps."""
+"""Golden files: a run's steps as YAML (what ``trajrun record`` prints) and reading them back as
+steps."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from collections.abc import Iterator
 from itertools import groupby
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -31,9 +32,15 @@ from .step_names import not_a_name
 T = TypeVar("T")
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """A safe dumper (libyaml's emitter where present: every case's report dumps its steps) that also
-    quotes strings YAML 1.2 core would read as something else (``1e3``, ``0o7``)."""
+if TYPE_CHECKING:  # libyaml's dumper has the same interface; the stubs type it apart
+    _SafeDumper = yaml.SafeDumper
+else:
+    _SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_SafeDumper):
+    """A safe dumper (libyaml's emitter where present: every case's report dumps its steps) that
+    also quotes strings YAML 1.2 core would read as something else (``1e3``, ``0o7``)."""
 
 
 class _EscapingDumper(yaml.SafeDumper):
@@ -58,12 +65,14 @@ for _dumper in (_Dumper, _EscapingDumper):
 
 
 def dump_steps(traj: Trajectory, parallel: bool = True) -> str:
-    """The run's tool calls as a YAML list of steps, ready to save as a golden file or paste into a suite.
+    """The run's tool calls as a YAML list of steps, ready to save as a golden file or paste into
+    a suite.
 
-    Every call is ``- tool: {args}`` (``{}`` too); undecodable arguments become a long-form step with
-    ``args`` the raw string; argument maps with ``$`` keys are wrapped in ``$literal``. A failed call, and
-    a call of a tool that failed elsewhere in the run, is a long-form step with ``error: true``/``false``;
-    with ``parallel``, the calls of one turn are a ``parallel:`` group (strict and in_order read groups).
+    Every call is ``- tool: {args}`` (``{}`` too); undecodable arguments become a long-form step
+    with ``args`` the raw string; argument maps with ``$`` keys are wrapped in ``$literal``. A
+    failed call, and a call of a tool that failed elsewhere in the run, is a long-form step with
+    ``error: true``/``false``; with ``parallel``, the calls of one turn are a ``parallel:`` group
+    (strict and in_order read groups).
     """
     steps = [_step(call.name, call.args, error) for call, error in _flags(traj)]
     if parallel:
@@ -79,8 +88,9 @@ def dump_steps(traj: Trajectory, parallel: bool = True) -> str:
 
 
 def _flags(traj: Trajectory) -> Iterator[tuple[ToolCall, bool | None]]:
-    """Each call with the ``error`` its step pins: its flag where some call of its tool failed, else None
-    (a successful retry is ``error: false``, so a run where the retry failed too no longer passes)."""
+    """Each call with the ``error`` its step pins: its flag where some call of its tool failed,
+    else None (a successful retry is ``error: false``, so a run where the retry failed too no
+    longer passes)."""
     failed = {call.name for call in traj.calls if call.error}
     return ((call, call.error if call.name in failed else None) for call in traj.calls)
 
@@ -89,7 +99,7 @@ def _by_turn(traj: Trajectory, items: list[T]) -> list[list[T]]:
     """``items`` (one per call) cut where the turn changes: the calls of one turn together."""
     return [
         [item for _, item in run]
-        for _, run in groupby(zip(traj.calls, items), key=lambda pair: pair[0].turn)
+        for _, run in groupby(zip(traj.calls, items, strict=True), key=lambda pair: pair[0].turn)
     ]
 
 
@@ -106,8 +116,9 @@ def _yaml_steps(steps: Any, dumper: type[yaml.SafeDumper]) -> str:
 
 
 def dump_yaml(data: Any) -> str:
-    """Block-style YAML in the dialect of golden files (strings YAML 1.2 core would misread are quoted,
-    multi-line strings are ``|`` blocks), for writers of suite files such as the importers."""
+    """Block-style YAML in the dialect of golden files (strings YAML 1.2 core would misread are
+    quoted, multi-line strings are ``|`` blocks), for writers of suite files such as the
+    importers."""
     try:
         return _yaml_steps(data, _Dumper)
     except UnicodeEncodeError:
@@ -115,7 +126,8 @@ def dump_yaml(data: Any) -> str:
 
 
 def recorded_step(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
-    """One call as the step that reads back as exactly this call, in the form ``dump_steps`` writes."""
+    """One call as the step that reads back as exactly this call, in the form ``dump_steps``
+    writes."""
     return _step(name, args)
 
 
@@ -123,8 +135,8 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
 def compact_steps(traj: Trajectory) -> str:
-    """The same steps one line per call, or per turn of parallel calls (``- tool: {"json": "args"}``,
-    ``- parallel: [{a: {}}, {b: {}}]``), for reports.
+    """The same steps one line per call, or per turn of parallel calls
+    (``- tool: {"json": "args"}``, ``- parallel: [{a: {}}, {b: {}}]``), for reports.
 
     JSON is YAML, so this pastes into a suite or golden file like ``dump_steps`` output, and it
     is fast enough to write for every case of a large run. Falls back to ``dump_steps`` for
@@ -143,11 +155,13 @@ def compact_steps(traj: Trajectory) -> str:
 
 def _compact_group(items: list[str]) -> str:
     """A parallel group on one line; each step a flow map (``{tool: {...}}``)."""
-    return f"- parallel: [{', '.join(item if item.startswith('{') else f'{{{item}}}' for item in items)}]"
+    flows = (item if item.startswith("{") else f"{{{item}}}" for item in items)
+    return f"- parallel: [{', '.join(flows)}]"
 
 
 def _compact(name: str, args: dict[str, Any] | str, error: bool | None = None) -> str:
-    """One step as single-line YAML (``tool: {...}`` or a flow map); names that YAML would misread are quoted."""
+    """One step as single-line YAML (``tool: {...}`` or a flow map); names that YAML would misread
+    are quoted."""
     key = (
         name
         if _PLAIN_NAME.match(name) and is_core_plain_str(name)
@@ -166,7 +180,8 @@ def _compact(name: str, args: dict[str, Any] | str, error: bool | None = None) -
 
 
 def _step(name: str, args: dict[str, Any] | str, error: bool | None = None) -> dict[str, Any]:
-    """One step in the form that reads back as exactly this call (with its error flag, when given)."""
+    """One step in the form that reads back as exactly this call (with its error flag, when
+    given)."""
     if error is not None:
         return {
             "name": name,
@@ -181,7 +196,8 @@ def _step(name: str, args: dict[str, Any] | str, error: bool | None = None) -> d
 
 
 def _escape(value: Any) -> Any:
-    """Wrap every map that has a ``$`` key in ``$literal`` so it is compared as data, not as a matcher."""
+    """Wrap every map that has a ``$`` key in ``$literal`` so it is compared as data, not as a
+    matcher."""
     if isinstance(value, dict):
         if any(str(key).startswith("$") for key in value):
             return {"$literal": value}
@@ -192,7 +208,8 @@ def _escape(value: Any) -> Any:
 
 
 def load_golden(path: Path) -> tuple[Step, ...]:
-    """The steps of a golden file (recorded or hand-written, matchers allowed). Raises ``SuiteErrors``."""
+    """The steps of a golden file (recorded or hand-written, matchers allowed). Raises
+    ``SuiteErrors``."""
     if special := special_kind(path):
         # reading a FIFO or a device would hang or never end
         raise SuiteErrors(
@@ -207,7 +224,8 @@ def load_golden(path: Path) -> tuple[Step, ...]:
     if not isinstance(loaded.data, list):
         ctx.error(
             (),
-            f"a golden file is a YAML list of steps (as `trajrun record` prints); found {kind(loaded.data)}",
+            "a golden file is a YAML list of steps (as `trajrun record` prints); "
+            f"found {kind(loaded.data)}",
         )
     steps = parse_steps(loaded.data, (), ctx) if isinstance(loaded.data, list) else None
     raise_errors(ctx.errors)
@@ -217,10 +235,12 @@ def load_golden(path: Path) -> tuple[Step, ...]:
 def golden_outside(
     path: Path, suite_folder: Path, golden_root: str | os.PathLike[str] | None = None
 ) -> str | None:
-    """Why golden file ``path`` may not be used, or None when it resolves inside the suite's project.
+    """Why golden file ``path`` may not be used, or None when it resolves inside the suite's
+    project.
 
-    The project is ``project_root(suite_folder)``; ``golden_root`` (``trajrun run --golden-root``) adds
-    one more allowed folder. Symlinks are resolved, so a link cannot lead a write elsewhere.
+    The project is ``project_root(suite_folder)``; ``golden_root`` (``trajrun run
+    --golden-root``) adds one more allowed folder. Symlinks are resolved, so a link cannot lead a
+    write elsewhere.
     """
     resolved = path.resolve()
     project = project_root(suite_folder)
@@ -230,24 +250,26 @@ def golden_outside(
         return None
     widened = f" and outside --golden-root {roots[1]}" if len(roots) > 1 else ""
     return (
-        f"golden file {path} resolves to {resolved}, outside the suite's project {project} (the nearest "
-        f"folder up holding {' or '.join(PROJECT_MARKERS)}, else the suite's folder){widened}; move the "
-        "golden file into the project, or allow its folder with `trajrun run --golden-root DIR` "
-        "(pytest: --trajrun-golden-root DIR)"
+        f"golden file {path} resolves to {resolved}, outside the suite's project {project} "
+        f"(the nearest folder up holding {' or '.join(PROJECT_MARKERS)}, else the suite's "
+        f"folder){widened}; move the golden file into the project, or allow its folder with "
+        "`trajrun run --golden-root DIR` (pytest: --trajrun-golden-root DIR)"
     )
 
 
 def write_golden(path: Path, text: str) -> None:
     """Replace golden file ``path`` with ``text`` atomically, one writer at a time per folder.
 
-    An exclusive lock on the folder is held around the atomic write, so concurrent ``--update-golden``
-    runs never read or leave half a file; on any failure the old file is kept. Raises ``TrajrunError``
-    naming the file.
+    An exclusive lock on the folder is held around the atomic write, so concurrent
+    ``--update-golden`` runs never read or leave half a file; on any failure the old file is kept.
+    Raises ``TrajrunError`` naming the file.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with folder_lock(path.parent):
-            atomic_write(path, lambda handle: handle.write(text.encode("utf-8")), "golden file")
+            atomic_write(
+                path, lambda handle: handle.writelines([text.encode("utf-8")]), "golden file"
+            )
     except OSError as exc:
         raise TrajrunError(
             f"cannot write golden file {path}: {exc.strerror or exc}; the old file is unchanged; "

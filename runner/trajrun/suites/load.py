@@ -1,4 +1,5 @@
-"""Suite files to ``Suite`` models: YAML with marks, defaults, parametrize, templating, checks with locations.
+"""Suite files to ``Suite`` models: YAML with marks, defaults, parametrize, templating, checks
+with locations.
 
 ``load_suite`` reports every error of a file at once (``SuiteErrors``), each at
 ``file:line:column: key.path``. ``case_problems`` adds what needs the file system.
@@ -72,8 +73,9 @@ JUDGE_DEFAULT_KEYS = (
 )
 _NOT_RENDERED = ("source", "messages")
 MAX_SUITE_CASES = 100_000
-"""The most cases the ``parametrize`` keys of one suite file may make together (counted before any is built). Cases
-written out are not counted: the file's size bounds them, and a large file is built one case at a time."""
+"""The most cases the ``parametrize`` keys of one suite file may make together (counted before
+any is built). Cases written out are not counted: the file's size bounds them, and a large file
+is built one case at a time."""
 STREAM_BYTES = 1 << 20
 """Suite files of at least this size can be built one case at a time (``open_suite``)."""
 
@@ -83,10 +85,12 @@ def load_suite(
     variables: Mapping[str, Any] | None = None,
     golden_root: str | Path | None = None,
 ) -> Suite:
-    """Load one suite file; ``variables`` are ``--var`` values (already parsed). Raises ``SuiteErrors``.
+    """Load one suite file; ``variables`` are ``--var`` values (already parsed). Raises
+    ``SuiteErrors``.
 
-    Golden files must resolve inside the suite's project or ``golden_root``. A large file is built case by
-    case (``open_suite``), so that its whole YAML node tree, several times the cases' size, never exists.
+    Golden files must resolve inside the suite's project or ``golden_root``. A large file is built
+    case by case (``open_suite``), so that its whole YAML node tree, several times the cases' size,
+    never exists.
     """
     opened = open_suite(path, variables, golden_root)
     if isinstance(opened, Suite):
@@ -100,11 +104,13 @@ def load_suite(
 
 @dataclass(slots=True)
 class SuiteStream:
-    """A suite file whose cases are built one at a time as ``cases`` is iterated: ``suite`` holds the rest.
+    """A suite file whose cases are built one at a time as ``cases`` is iterated: ``suite`` holds
+    the rest.
 
     Iterating ends by raising ``SuiteErrors`` when the file has any error (a suite that cannot be
     loaded is dropped whole, cases already built included), or ``Unsplittable`` when the file must
-    be loaded whole after all: ``whole()`` does that from the text already read, and says exactly what it holds.
+    be loaded whole after all: ``whole()`` does that from the text already read, and says exactly
+    what it holds.
     """
 
     suite: Suite
@@ -117,8 +123,9 @@ def open_suite(
     variables: Mapping[str, Any] | None = None,
     golden_root: str | Path | None = None,
 ) -> Suite | SuiteStream:
-    """A suite file, read once: loaded whole, or when it is large (``STREAM_BYTES``) with a block list of
-    ``cases`` last, its cases one at a time so that they are never all held. Raises ``SuiteErrors``."""
+    """A suite file, read once: loaded whole, or when it is large (``STREAM_BYTES``) with a block
+    list of ``cases`` last, its cases one at a time so that they are never all held. Raises
+    ``SuiteErrors``."""
     file, path = str(path), Path(path)
     with collector_paused():
         text = read_text(path, file)
@@ -158,14 +165,15 @@ def _load_text(
     variables: Mapping[str, Any] | None,
     golden_root: str | Path | None,
 ) -> Suite:
-    """A suite file's text loaded whole (the collector paused by the caller); ``file`` is the path as given."""
+    """A suite file's text loaded whole (the collector paused by the caller); ``file`` is the path
+    as given."""
     loaded, ctx = parse_document(text, file)
     top = loaded.data
     if not isinstance(top, dict):
         ctx.error(
             (),
-            f"a suite is a map with `cases` (and optionally suite, description, tags, vars, defaults, "
-            f"judge_defaults); found {kind(top)}",
+            "a suite is a map with `cases` (and optionally suite, description, tags, vars, "
+            f"defaults, judge_defaults); found {kind(top)}",
         )
         raise_errors(ctx.errors)
     top = ctx.keys(top, TOP_KEYS, (), "at the top level")
@@ -218,7 +226,8 @@ class _Top:
         self.judge_defaults = self._judge_defaults()
 
     def _judge_defaults(self) -> JudgeSettings:
-        """``judge_defaults``: model, endpoint and key of the judge, rendered (``{{ env.KEY }}``) and checked."""
+        """``judge_defaults``: model, endpoint and key of the judge, rendered (``{{ env.KEY }}``)
+        and checked."""
         raw = self.top.get("judge_defaults", {})
         if not self.ctx.check(
             raw,
@@ -266,9 +275,8 @@ class _Top:
             return ()
         if not raw:
             self.ctx.error(("cases",), "cases is empty; a suite needs at least one case")
-        total = sum(
-            count for count in map(_planned, raw) if count <= MAX_CASES
-        )  # a larger one errs on its own
+        # a larger one errs on its own
+        total = sum(count for count in map(_planned, raw) if count <= MAX_CASES)
         if total > MAX_SUITE_CASES:
             self.ctx.error(("cases",), _too_many(total))
             return ()
@@ -280,18 +288,18 @@ class _Top:
         )
 
     def streamed(self, split: Split) -> Iterator[Case]:
-        """Every case, each item parsed and built when it is reached; the file's errors raised at the end.
+        """Every case, each item parsed and built when it is reached; the file's errors raised at
+        the end.
 
-        The limit on the cases ``parametrize`` makes is counted as the items come: past it, ``Unsplittable``
-        (loaded whole, the file's total is reported before anything is built).
+        The limit on the cases ``parametrize`` makes is counted as the items come: past it,
+        ``Unsplittable`` (loaded whole, the file's total is reported before anything is built).
         """
         seen: dict[str, int] = {}
         total = 0
         items = split.items("cases")
         while True:
-            with (
-                collector_paused()
-            ):  # paused per item, never across a yield: the caller runs the case
+            # paused per item, never across a yield: the caller runs the case
+            with collector_paused():
                 index, loaded = next(items, (-1, None))
                 if loaded is None:
                     break
@@ -305,7 +313,8 @@ class _Top:
         raise_errors(self.ctx.errors)
 
     def _unique(self, case: Case, seen: dict[str, int]) -> Case:
-        """``case``, its name reported when an earlier case of the file has it (``seen``: name to line)."""
+        """``case``, its name reported when an earlier case of the file has it (``seen``: name to
+        line)."""
         if case.name in seen:
             self.ctx.errors.append(
                 SuiteError(
@@ -318,8 +327,8 @@ class _Top:
         return case
 
     def _expand(self, item: Any, index: int, ctx: Ctx) -> list[Case]:
-        """One written case (``ctx`` knows where it was written): defaults merged, parametrize expanded,
-        strings rendered, each built."""
+        """One written case (``ctx`` knows where it was written): defaults merged, parametrize
+        expanded, strings rendered, each built."""
         where = ("cases", index)
         if not ctx.check(
             item, dict, where, "each case must be a map with at least `name` and `source`"
@@ -327,7 +336,8 @@ class _Top:
             return []
         label = f"case '{item['name']}'" if isinstance(item.get("name"), str) else f"cases[{index}]"
         known = ctx.keys(item, CASE_KEYS, where, f"in {label}")
-        # a misspelt key ('setps') is reported as such; "asserts nothing" on top of it would be noise
+        # a misspelt key ('setps') is reported as such; "asserts nothing" on top of it would be
+        # noise
         misspelt, item = len(known) < len(item), known
         if "steps" in item and "golden" in item:
             ctx.error(
@@ -354,7 +364,8 @@ class _Top:
         absolute = {p: (*where, *o[1:]) if o[0] == "case" else o for p, o in origins.items()}
         case_ctx = ctx.child({(): where, **absolute})
         if not self.templated and len(params) > 1:
-            # every expansion is the same case but for its name: build it once, its problems named as written
+            # every expansion is the same case but for its name: build it once, its problems named
+            # as written
             once = self._build(merged, [], case_ctx, misspelt)
             return [
                 dataclasses.replace(once, name=case_name(once.name, values)) for values in params
@@ -379,8 +390,8 @@ class _Top:
 
 
 def _planned(item: Any) -> int:
-    """How many cases a written case's ``parametrize`` makes: 0 without one (a malformed one counts 1: it errs
-    later)."""
+    """How many cases a written case's ``parametrize`` makes: 0 without one (a malformed one
+    counts 1: it errs later)."""
     if not isinstance(item, dict) or "parametrize" not in item:
         return 0
     spec = item["parametrize"]
@@ -394,10 +405,12 @@ def _planned(item: Any) -> int:
 
 
 def _too_many(total: int) -> str:
-    """The message for a file whose ``parametrize`` keys make more than ``MAX_SUITE_CASES`` cases."""
+    """The message for a file whose ``parametrize`` keys make more than ``MAX_SUITE_CASES``
+    cases."""
     return (
-        f"parametrize would make {total:,} cases in this file, above the limit of {MAX_SUITE_CASES:,} per suite "
-        "file (cases written out are not counted); split the parametrized cases into several suite files"
+        f"parametrize would make {total:,} cases in this file, above the limit of "
+        f"{MAX_SUITE_CASES:,} per suite file (cases written out are not counted); split the "
+        "parametrized cases into several suite files"
     )
 
 
@@ -411,7 +424,8 @@ def _default_name(path: Path) -> str:
 
 
 def case_problems(case: Case) -> list[SuiteError]:
-    """What ``trajrun validate`` adds to loading a case: its file source and golden file exist, the golden file loads."""
+    """What ``trajrun validate`` adds to loading a case: its file source and golden file exist,
+    the golden file loads."""
     problems: list[SuiteError] = []
     if case.source is not None and case.source.file is not None and not case.source.file.exists():
         if case.source.each is None:

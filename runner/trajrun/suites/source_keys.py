@@ -1,6 +1,6 @@
-"""The ``source`` key of a case: a file path, or a map naming a file, inline messages, a command or a Python
-callable, with how to read it (format, select, record, thread, capture, cassette, the bulk keys) and
-which of its calls failed (error_when)."""
+"""The ``source`` key of a case: a file path, or a map naming a file, inline messages, a command
+or a Python callable, with how to read it (format, select, record, thread, capture, cassette, the
+bulk keys) and which of its calls failed (error_when)."""
 
 from __future__ import annotations
 
@@ -98,9 +98,12 @@ def _source_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, folder: Path)
             ctx.choice(value["traces"], TRACE_RULES, (*path, "traces"), "traces") or "auto"
         )
         if "each" in value:
-            ctx.error((*path, "traces"), "traces says how one run is read from several traces, but each reads "
-                                         "every record alone (each: trace, every trace); remove traces",
-                      key=True)  # fmt: skip
+            ctx.error(
+                (*path, "traces"),
+                "traces says how one run is read from several traces, but each reads "
+                "every record alone (each: trace, every trace); remove traces",
+                key=True,
+            )
     if "record" in value:
         out["record"] = ctx.count(
             value["record"], (*path, "record"), "record (a 1-based line)", least=1
@@ -144,21 +147,33 @@ def _error_rule(value: Any, path: KeyPath, ctx: Ctx, out: dict[str, Any]) -> Non
 
 
 def _picking_fields(value: dict[str, Any], path: KeyPath, ctx: Ctx, out: dict[str, Any]) -> None:
-    """``thread`` and ``checkpoint`` (of a LangGraph database file), ``capture`` (a live source's spans)."""
+    """``thread`` and ``checkpoint`` (of a LangGraph database file), ``capture`` (a live source's
+    spans)."""
     for key in ("thread", "checkpoint"):
         if key in value and ctx.check(value[key], (str, int), (*path, key), f"{key} must be an id"):
             out[key] = str(value[key])
             file = out.get("file")
             if file is not None and file.suffix.lower() not in DATABASE_SUFFIXES:
                 databases = ", ".join(DATABASE_SUFFIXES)
-                ctx.error((*path, key), f"{key} picks a checkpoint in a LangGraph database ({databases}); {file.name} "
-                                        f"is not one — remove {key}", key=True)  # fmt: skip
+                ctx.error(
+                    (*path, key),
+                    f"{key} picks a checkpoint in a LangGraph database ({databases}); "
+                    f"{file.name} is not one — remove {key}",
+                    key=True,
+                )
     if "capture" in value:
         out["capture"] = ctx.choice(value["capture"], CAPTURES, (*path, "capture"), "capture")
         if out["capture"] == "otlp" and out.get("format", "auto") not in ("auto", "otel"):
-            ctx.error((*path, "format"), "capture: otlp reads the OpenTelemetry spans the agent exports; format "
-                                         f"must be auto or otel, found {out['format']}")  # fmt: skip
+            ctx.error(
+                (*path, "format"),
+                "capture: otlp reads the OpenTelemetry spans the agent exports; format "
+                f"must be auto or otel, found {out['format']}",
+            )
         for key in ("format", "select"):
             if out["capture"] == "wire" and key in value:
-                ctx.error((*path, key), f"capture: wire reads the run from the model traffic, whose API says its "
-                                        f"format; remove {key}", key=True)  # fmt: skip
+                ctx.error(
+                    (*path, key),
+                    "capture: wire reads the run from the model traffic, whose API says its "
+                    f"format; remove {key}",
+                    key=True,
+                )

@@ -1,4 +1,5 @@
-"""Templating for suites: variables, ``defaults`` merging, ``parametrize`` expansion and rendering strings with Jinja2."""
+"""Templating for suites: variables, ``defaults`` merging, ``parametrize`` expansion and rendering
+strings with Jinja2."""
 
 from __future__ import annotations
 
@@ -34,12 +35,13 @@ _UNDEFINED = re.compile(r"^'([^']+)' is undefined$")
 _NO_ENV = re.compile(r"_Environ object' has no (?:attribute|element) '([^']+)'$")
 
 
-class _Environ(dict):  # type: ignore[type-arg]
+class _Environ(dict[str, str]):
     """The process environment as the template variable ``env`` (``env.HOME``)."""
 
 
 def parse_var(text: str) -> tuple[str, Any]:
-    """Parse ``--var k=v``: ``v`` is read as a YAML 1.2 core scalar (``n=3`` is a number, ``x=on`` a string).
+    """Parse ``--var k=v``: ``v`` is read as a YAML 1.2 core scalar (``n=3`` is a number, ``x=on``
+    a string).
 
     An empty value is the empty string. Raises ``ValueError`` with a usage hint on a malformed item.
     """
@@ -47,7 +49,8 @@ def parse_var(text: str) -> tuple[str, Any]:
     name = name.strip()
     if not sep or not name.isidentifier():
         raise ValueError(
-            f"--var expects NAME=VALUE with NAME a variable name, found {text!r} (e.g. --var city=Paris)"
+            f"--var expects NAME=VALUE with NAME a variable name, found {text!r} "
+            "(e.g. --var city=Paris)"
         )
     if raw[:1] in ("'", '"'):
         try:
@@ -122,13 +125,14 @@ def expand_parametrize(spec: Any) -> list[list[tuple[str, Any]]]:
             math.prod(map(len, spec.values())), " × ".join(f"{len(v):,}" for v in spec.values())
         )
         keys = list(spec)
-        return [list(zip(keys, combo)) for combo in itertools.product(*spec.values())]
+        return [list(zip(keys, combo, strict=True)) for combo in itertools.product(*spec.values())]
     if isinstance(spec, list) and spec:
         _check_count(len(spec), f"{len(spec):,} entries")
         for index, item in enumerate(spec):
             if not isinstance(item, dict) or not item:
                 raise SpecError(
-                    f"each parametrize entry must be a non-empty map of variables, found {kind(item)}",
+                    "each parametrize entry must be a non-empty map of variables, "
+                    f"found {kind(item)}",
                     (index,),
                 )
         return [list(item.items()) for item in spec]
@@ -157,7 +161,8 @@ def case_name(name: str, params: list[tuple[str, Any]]) -> str:
 
 
 def has_templates(text: str) -> bool:
-    """Whether any string of a document with this text could be a template (else rendering changes nothing)."""
+    """Whether any string of a document with this text could be a template (else rendering
+    changes nothing)."""
     return any(marker in text for marker in _TEMPLATE_MARKERS)
 
 
@@ -221,7 +226,8 @@ def _render_name(key: Any, variables: Mapping[str, Any], errors: list[Any], path
 
 
 def render_string(text: str, variables: Mapping[str, Any]) -> Any:
-    """Render one string; a string that is exactly ``{{ expr }}`` keeps the native type of the result.
+    """Render one string; a string that is exactly ``{{ expr }}`` keeps the native type of the
+    result.
 
     Raises ``SpecError`` for an undefined variable, a syntax error, a failing expression, or one
     that goes past the sandbox's bounds (sizes, steps, time: ``trajrun.match.expressions``).
@@ -271,7 +277,8 @@ def _native(text: str, variables: Mapping[str, Any]) -> Any:
 
 
 def _data(variables: Mapping[str, Any]) -> dict[str, Any]:
-    """The variables that may make a template's values larger than the usual limit: all but ``env``."""
+    """The variables that may make a template's values larger than the usual limit: all but
+    ``env``."""
     return {name: value for name, value in variables.items() if not isinstance(value, _Environ)}
 
 
@@ -298,8 +305,8 @@ def _undefined(exc: Exception, text: str, variables: Mapping[str, Any]) -> Excep
     env = _NO_ENV.search(message)
     if env:
         return _spec_error(
-            f"environment variable {env[1]} is not set (used in {quote_text(text)}); set it or give a "
-            f"default: {{{{ env.get('{env[1]}', 'x') }}}}"
+            f"environment variable {env[1]} is not set (used in {quote_text(text)}); set it or "
+            f"give a default: {{{{ env.get('{env[1]}', 'x') }}}}"
         )
     name = _UNDEFINED.match(message)
     if not name:
