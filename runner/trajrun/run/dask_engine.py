@@ -12,6 +12,7 @@ has its tasks run again by Dask, and the run says so.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import logging
 import os
@@ -155,7 +156,7 @@ def check_cluster(client: Any, address: str) -> None:
     naming each worker at fault, not an error per record."""
     try:
         client.wait_for_workers(1, timeout=WORKERS_TIMEOUT)
-    except TimeoutError:
+    except (TimeoutError, asyncio.TimeoutError):  # two classes before Python 3.11, one since
         raise TrajrunError(
             f"the Dask scheduler at {address} has no worker after "
             f"{WORKERS_TIMEOUT:g}s; start some where the files are: "
