@@ -117,17 +117,32 @@ def test_openinference_otlp_of_two_fragment_traces_is_one_run() -> None:
         load_trajectory(OPENINFERENCE, traces="one")
     assert str(info.value) == (
         f"{OPENINFERENCE}: the document holds 2 traces ({', '.join(OI_TRACES)}) and traces: one reads a run from one "
-        f"trace; pick one with select: \"$..[?(@.traceId == '{OI_TRACES[0]}')]\""
+        f"trace; pick one with select: \"$..spans[?(@.traceId == '{OI_TRACES[0]}')]\""
     )
 
 
 def test_select_picks_one_trace() -> None:
     """The suggested select keeps one trace: the first has the requests, the second the answer."""
-    first = load_trajectory(OPENINFERENCE, select=f"$..[?(@.traceId == '{OI_TRACES[0]}')]")
+    first = load_trajectory(OPENINFERENCE, select=f"$..spans[?(@.traceId == '{OI_TRACES[0]}')]")
     assert (_calls(first), first.records_results, first.turns, first.usage, first.answer) == (
         CALLS, False, 1, Usage(71, 46), None,
     )  # fmt: skip
-    second = load_trajectory(OPENINFERENCE, select=f"$..[?(@.traceId == '{OI_TRACES[1]}')]")
+    second = load_trajectory(OPENINFERENCE, select=f"$..spans[?(@.traceId == '{OI_TRACES[1]}')]")
+    assert (second.calls, second.turns, second.usage, second.answer) == ((), 1, Usage(133, 19), ANSWER)
+
+
+def test_a_flat_span_list_gets_a_select_for_a_list(tmp_path: Path) -> None:
+    """The sample's spans as one flat list: the suggested select filters the list itself, and reads
+    one trace."""
+    export = json.loads(OPENINFERENCE.read_text())
+    spans = [span for rs in export["resourceSpans"] for ss in rs["scopeSpans"] for span in ss["spans"]]
+    flat = tmp_path / "spans.json"
+    flat.write_text(json.dumps(spans))
+    with pytest.raises(SourceError) as info:
+        load_trajectory(flat, traces="one")
+    select = f"$[?(@.traceId == '{OI_TRACES[0]}')]"
+    assert str(info.value).endswith(f'pick one with select: "{select}"')
+    second = load_trajectory(flat, select=select.replace(OI_TRACES[0], OI_TRACES[1]))
     assert (second.calls, second.turns, second.usage, second.answer) == ((), 1, Usage(133, 19), ANSWER)
 
 
@@ -189,7 +204,7 @@ def test_two_traces_in_one_document(tmp_path: Path) -> None:
     assert _error(doc) == (
         "trace.json: the document holds 2 traces (712f593bef4ac0168837501eb8e85e7f, cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd), "
         "and trace 712f593bef4ac0168837501eb8e85e7f is a whole run (its root span 'invoke_agent file_agent' is no "
-        "model or tool call); pick one with select: \"$..[?(@.traceId == '712f593bef4ac0168837501eb8e85e7f')]\", "
+        "model or tool call); pick one with select: \"$..spans[?(@.traceId == '712f593bef4ac0168837501eb8e85e7f')]\", "
         "check each with each: trace, or read them as one run with traces: merge"
     )
     merged = read_trajectory(doc, traces="merge")
@@ -198,7 +213,7 @@ def test_two_traces_in_one_document(tmp_path: Path) -> None:
                                "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd): as traces: merge asks")  # fmt: skip
     path = tmp_path / "two.json"
     path.write_text(json.dumps(doc))
-    picked = load_trajectory(path, select="$..[?(@.traceId == 'cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd')]")
+    picked = load_trajectory(path, select="$..spans[?(@.traceId == 'cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd')]")
     assert picked == load_trajectory(GENAI)
 
 

@@ -56,7 +56,7 @@ SAMPLES = [
     ("samples/otel_genai/otlp_trace_genai_semconv.json", None, "otel"),
     ("samples/otel_genai/spans_flat_genai_semconv.json", None, "otel"),
     ("samples/openinference/spans_flat_openinference_openai.json", None, "otel"),
-    (OPENINFERENCE, "$..[?(@.traceId == '1b4a6c01c2aa53583070582904b8d2c2')]", "otel"),
+    (OPENINFERENCE, "$..spans[?(@.traceId == '1b4a6c01c2aa53583070582904b8d2c2')]", "otel"),
     ("sources/openai_legacy_function_call.json", None, "openai"),
     ("sources/openai_argument_encodings.json", None, "openai"),
     ("sources/openai_responses_response.json", None, "openai-responses"),

@@ -30,7 +30,7 @@ MERGED = (f"4 traces read as one run, in time order ({', '.join(TRACES)}): no tr
 UNWRAPPED = ("2 tool results are the content of a LangChain ToolMessage serialised in the tool span (output.value), "
              "which keeps the whole message")  # fmt: skip
 ONE = (f"the document holds 4 traces ({', '.join(TRACES)}) and traces: one reads a run from one trace; pick one "
-       f"with select: \"$..[?(@.traceId == '{TRACES[0]}')]\"")  # fmt: skip
+       f"with select: \"$..spans[?(@.traceId == '{TRACES[0]}')]\"")  # fmt: skip
 
 
 def _calls(t: Trajectory) -> list[tuple[Any, ...]]:
@@ -112,7 +112,7 @@ def test_several_whole_runs_still_ask_for_a_select() -> None:
     assert str(info.value) == (
         f"traces.json: the document holds 5 traces ({', '.join(TRACES)}, {'ab' * 16}), and trace {'ab' * 16} is a "
         "whole run (its root span 'LangGraph' is no model or tool call); pick one with select: "
-        f"\"$..[?(@.traceId == '{TRACES[0]}')]\", check each with each: trace, or read them as one run with "
+        f"\"$..spans[?(@.traceId == '{TRACES[0]}')]\", check each with each: trace, or read them as one run with "
         "traces: merge"
     )
     merged = read_trajectory(doc, traces="merge")

@@ -14,10 +14,10 @@ missing.
 
 **One run** (``otel_spans.one_run``). A document holding several traces, one of which is a whole run
 (a root span that is no model or tool call: an agent's, a chain's, a request's), is refused with
-their ids and the ``select`` that picks one (``$..[?(@.traceId == '…')]``): the Collector writes
-every run of a service to one file, and silently merging runs would mix them. Traces whose roots are
-all model or tool calls (an agent not wrapped in a span, each call starting its own trace) are
-fragments of one run, read as one in time order, with a note saying so. The source's ``traces``
+their ids and the ``select`` that picks one (``$..spans[?(@.traceId == '…')]``): the Collector
+writes every run of a service to one file, and silently merging runs would mix them. Traces whose
+roots are all model or tool calls (an agent not wrapped in a span, each call starting its own trace)
+are fragments of one run, read as one in time order, with a note saying so. The source's ``traces``
 forces either: ``merge`` reads every trace as one run, ``one`` refuses several. Spans without a
 trace id belong to no trace.
 

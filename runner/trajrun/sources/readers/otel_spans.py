@@ -38,7 +38,11 @@ _FRACTION = re.compile(r"\.(\d+)")
 _EXPORT_KEYS = ("resourceSpans", "resource_spans", "batches")  # batches: Grafana Tempo's name
 _SCOPE_KEYS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")  # the last: OTLP < 0.15
 _WRAPPERS = ("trace", "result")  # Tempo's /api/v2/traces and Jaeger's /api/v3/traces wrap an export
-_SELECT = "$..[?(@.{key} == '{id}')]"
+_SELECT = "$..spans[?(@.{key} == '{id}')]"
+"""Picks one trace's spans out of OTLP exports: a path to the ``spans`` lists, then a filter (the
+older jsonpath-ng that Python 3.10 gets cannot parse a filter straight after ``..``)."""
+_FLAT_SELECT = "$[?(@.{key} == '{id}')]"
+"""Picks one trace's spans out of a flat list of spans."""
 _MESSAGE_KEYS = frozenset(
     {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal"}
 )
@@ -382,6 +386,8 @@ def _select(doc: Any) -> str:
         return jaeger_select(doc)
     if isinstance(doc, list) and doc and is_js_span(doc[0]):
         return js_select()
+    if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "resourceSpans" not in doc[0]:
+        return _FLAT_SELECT
     return _SELECT
 
 
