@@ -5,8 +5,10 @@ JSONL records are physical lines, numbered from 1: ``record: N`` reads line N an
 huge file is never held in memory; a blank line there is an error. Without ``record`` a JSONL
 file is the list of its non-blank lines.
 
-A file read for a trajectory (``shared``) is decoded once while it stays unchanged, whatever the
-``select`` applied to it, within ``DECODED_KEPT_BYTES`` and ``DECODED_KEPT_FILES``.
+A file read for a trajectory (``shared``) through a ``select`` is decoded once while it stays
+unchanged, whatever the ``select``, within ``DECODED_KEPT_BYTES`` and ``DECODED_KEPT_FILES``. A file
+read whole is not kept: the run's trajectory cache already reads it once, and decoded documents kept
+alive for nothing make every later garbage collection walk them.
 
 Sources are untrusted input, so reading them is bounded:
 
@@ -94,8 +96,9 @@ def load_document(
     checkpoint of a LangGraph database), then apply ``select``; errors spell the options as the user
     wrote them (``spelling``).
 
-    ``shared``: the caller never changes the document, so a whole file is decoded once and kept (see
-    ``DECODED_KEPT_BYTES``) for the next read of it, whatever its ``select``."""
+    ``shared``: the caller never changes the document, so a file read through a ``select`` is
+    decoded once and kept (see ``DECODED_KEPT_BYTES``) for the next read of it, whatever its
+    ``select``."""
     path = Path(path)
     origin = str(path)
     kind, zipped = document_kind(path)
@@ -122,7 +125,7 @@ def load_document(
             origin,
         )
     try:
-        if shared and record is None:
+        if shared and record is None and select is not None:
             doc = _shared(path, kind, zipped, origin)
         else:
             doc = _decode(path, kind, zipped, record, origin)[0]
@@ -204,7 +207,7 @@ def _shared(path: Path, kind: str, zipped: bool, origin: str) -> Any:
 def _forget_beyond(size: int | None, files: int) -> None:
     """Drop the files used longest ago until at most ``files`` and ``size`` bytes of text (None:
     any) are kept."""
-    total = sum(entry.size for entry in _DECODED.values())
+    total = 0 if size is None else sum(entry.size for entry in _DECODED.values())
     while _DECODED and (len(_DECODED) > files or (size is not None and total > size)):
         total -= _DECODED.popitem(last=False)[1].size
 
