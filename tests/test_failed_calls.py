@@ -26,8 +26,8 @@ from trajrun.match.quick import quick_pass
 from trajrun.sources import load_trajectory
 from trajrun.suites.load import load_suite
 
-DATA = Path(__file__).parent / "data" / "tau_bench"
-RUN = "airline_retried_write.json"
+DATA = Path(__file__).parent.parent / "suites" / "runs" / "airline"  # the demo's run, shared
+RUN = "retried_write.json"
 SOURCE = f"{{file: {RUN}, select: '$[0].traj'}}"
 RETRIED = f"{{file: {RUN}, select: '$[0].traj', error_when: {{$regex: '^Error'}}}}"
 WRITES = """\
