@@ -9,7 +9,6 @@ missing).
 
 from __future__ import annotations
 
-import gc
 import json
 import shutil
 import textwrap
@@ -85,11 +84,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     folder = tmp_path_factory.mktemp("diffs")
     (folder / "run.json").write_text(json.dumps(RUN), encoding="utf-8")
     (folder / "d.suite.yaml").write_text(textwrap.dedent(SUITE), encoding="utf-8")
-    thresholds = gc.get_threshold()  # `trajrun run` tunes the collector, conftest restores per test
-    try:
-        result = invoke_in(folder, "run", "d.suite.yaml", "--json", "report.json")
-    finally:
-        gc.set_threshold(*thresholds)
+    result = invoke_in(folder, "run", "d.suite.yaml", "--json", "report.json")
     assert result.exit_code == 1, result.output
     return result.stdout, json.loads((folder / "report.json").read_text(encoding="utf-8"))
 

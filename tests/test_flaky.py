@@ -8,7 +8,6 @@ a forbidden call too, ``E`` exit with status 3)."""
 
 from __future__ import annotations
 
-import gc
 import json
 import textwrap
 import xml.etree.ElementTree as ET
@@ -66,14 +65,8 @@ CASES = {  # name: (pattern, repeat, pass_rate)
 
 
 def trajrun_run(folder: Path, *args: str) -> Result:
-    """``trajrun run ARGS`` in process from ``folder``; the collector's thresholds are put back
-    after it (the command raises them for its own run, which would leave this test process holding
-    its garbage far longer, and the memory-measuring tests of other modules measuring it)."""
-    thresholds = gc.get_threshold()
-    try:
-        return invoke_in(folder, "run", *args)
-    finally:
-        gc.set_threshold(*thresholds)
+    """``trajrun run ARGS`` in process from ``folder``."""
+    return invoke_in(folder, "run", *args)
 
 
 def project(folder: Path) -> Path:
