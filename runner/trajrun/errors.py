@@ -165,8 +165,8 @@ _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escape(match: re.Match[str]) -> str:
-    """``\\n``, ``\\x1b`` or ``\\u2028`` for one unprintable character."""
+def escape_char(match: re.Match[str]) -> str:
+    """``\\n``, ``\\x1b`` or ``\\u2028`` for one unprintable character, here and in reports."""
     char = match.group()
     code = ord(char)
     return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
@@ -176,4 +176,4 @@ def inline(text: str) -> str:
     """A string from a suite or a source, made safe to embed in one line of a message: every control
     character, line separator and lone surrogate shown as an escape (a line feed as ``\\n``), so it
     cannot start a line."""
-    return _UNPRINTABLE.sub(_escape, text)
+    return _UNPRINTABLE.sub(escape_char, text)

@@ -7,6 +7,8 @@ import math
 import re
 from typing import Any
 
+from ..errors import escape_char
+
 # XML 1.0 allows #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF];
 # everything else (other C0 controls, lone surrogates, U+FFFE, U+FFFF) cannot appear in a
 # document at all. Written as that complement: the negated class of the allowed ranges was
@@ -40,15 +42,9 @@ def xml_safe(text: str) -> str:
     return _XML_ILLEGAL.sub(_hex_notation, text)
 
 
-def _escape_notation(match: re.Match[str]) -> str:
-    """``\\x1b`` or ``\\ud800`` for a character a terminal must not receive raw."""
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
 def terminal_safe(text: str) -> str:
     """Show control characters as escapes, so tool output cannot move the cursor or recolour."""
-    return _TERMINAL_UNSAFE.sub(_escape_notation, text)
+    return _TERMINAL_UNSAFE.sub(escape_char, text)
 
 
 def not_a_command(text: str) -> str:
